@@ -1,0 +1,44 @@
+"""Algorithm 2 of the OPAR document: fixed thresholds on δ_task, δ_plan and δ_act."""
+
+from __future__ import annotations
+
+from controllers.base import ReflectContext, require_unit
+from opar_sim.models import ControlSignal, Decision, Evaluation
+
+
+class ThresholdReflector:
+    """δ_task ≥ complete → TERMINATE; δ_plan > drift or δ_act < valid → REPLAN; else CONTINUE."""
+
+    name = "threshold"
+
+    def __init__(
+        self,
+        threshold_complete: float = 0.9,
+        threshold_drift: float = 0.6,
+        threshold_valid: float = 0.3,
+    ) -> None:
+        require_unit(
+            threshold_complete=threshold_complete,
+            threshold_drift=threshold_drift,
+            threshold_valid=threshold_valid,
+        )
+        self.threshold_complete = threshold_complete
+        self.threshold_drift = threshold_drift
+        self.threshold_valid = threshold_valid
+
+    def reset(self) -> None:
+        """Stateless: nothing to forget."""
+
+    def decide(self, evaluation: Evaluation, ctx: ReflectContext) -> Decision:
+        terms = {
+            "delta_task": evaluation.delta_task,
+            "delta_act": evaluation.delta_act,
+            "delta_plan": evaluation.delta_plan,
+        }
+        if evaluation.delta_task >= self.threshold_complete:
+            return Decision(ControlSignal.TERMINATE, "goal reached: δ_task ≥ threshold", terms)
+        if evaluation.delta_plan > self.threshold_drift:
+            return Decision(ControlSignal.REPLAN, "plan drifted: δ_plan > threshold", terms)
+        if evaluation.delta_act < self.threshold_valid:
+            return Decision(ControlSignal.REPLAN, "action ineffective: δ_act < threshold", terms)
+        return Decision(ControlSignal.CONTINUE, "on track", terms)

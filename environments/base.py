@@ -1,0 +1,195 @@
+"""The Task protocol and the shared machinery of simulated tools.
+
+A task holds the hidden world state and the ground-truth progress p ∈ [0, 1].
+It exposes typed tools, runs them in simulated time (latency, failures,
+timeouts), and yields partial observations.  The simulated agent additionally
+asks it for the expert's next action and a few plausible wrong ones.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Generator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
+
+import numpy as np
+import simpy
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from opar_sim.models import Action, ActionResult, Observation, PlanStep
+
+Risk = Literal["low", "high"]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSpec:
+    """A tool the agent may call: its name, argument schema and risk level."""
+
+    name: str
+    description: str
+    args: type[BaseModel]
+    risk: Risk = "low"
+
+    def validate(self, action: Action) -> str | None:
+        """Return why ``action`` does not fit this tool's schema, or None if it does."""
+        try:
+            self.args.model_validate(dict(action.args))
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"]) or "args"
+            return f"{self.name}: {where}: {first['msg']}"
+        return None
+
+
+class NoArgs(BaseModel):
+    """Argument schema of a tool that takes none."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class ToolParams(BaseModel):
+    """Latency, failure and timeout of a task's tools (simulated seconds)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    latency_median: float = Field(0.3, gt=0, description="median tool latency, seconds")
+    latency_sigma: float = Field(0.6, ge=0, description="log-normal spread of the latency")
+    timeout: float = Field(2.0, gt=0, description="per-call timeout, seconds")
+    failure_rate: float = Field(0.05, ge=0, le=1, description="chance a call fails")
+
+
+TaskEvent = Generator[simpy.Event, Any, ActionResult]
+
+
+@runtime_checkable
+class Task(Protocol):
+    """What the loop and the agents need from a task."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def goal(self) -> str: ...
+
+    @property
+    def tools(self) -> Mapping[str, ToolSpec]: ...
+
+    def reset(
+        self, env: simpy.Environment, rng: np.random.Generator, tool_rng: np.random.Generator
+    ) -> Observation: ...
+
+    def observe(self) -> Observation: ...
+
+    def execute(self, action: Action) -> TaskEvent: ...
+
+    @property
+    def progress(self) -> float: ...
+
+    @property
+    def complete(self) -> bool: ...
+
+    @property
+    def feasible(self) -> bool: ...
+
+    def expert_action(self) -> Action: ...
+
+    def wrong_actions(self) -> Sequence[Action]: ...
+
+    def plan_template(self) -> tuple[PlanStep, ...]: ...
+
+    def answer(self) -> str: ...
+
+
+class SimTask(ABC):
+    """Base class for simulated tasks: tool timing, validation and failure.
+
+    Subclasses define ``name``, ``goal``, ``TOOLS``, ``Params`` and the
+    abstract methods; ``execute`` here handles what every tool call shares.
+    """
+
+    name: ClassVar[str]
+    goal: str
+    TOOLS: ClassVar[tuple[ToolSpec, ...]]
+    Params: ClassVar[type[BaseModel]]
+
+    def __init__(self, **params: Any) -> None:
+        self.params = self.Params.model_validate(params)
+        self.tools: Mapping[str, ToolSpec] = {t.name: t for t in self.TOOLS}
+        tool_params = getattr(self.params, "tools", None)
+        self.tool_params: ToolParams = (
+            tool_params if isinstance(tool_params, ToolParams) else ToolParams()
+        )
+        self.env: simpy.Environment = simpy.Environment()
+        self.rng = np.random.default_rng(0)
+        self.tool_rng = np.random.default_rng(0)
+
+    def reset(
+        self, env: simpy.Environment, rng: np.random.Generator, tool_rng: np.random.Generator
+    ) -> Observation:
+        self.env = env
+        self.rng = rng
+        self.tool_rng = tool_rng
+        self._reset_world()
+        return self.observe()
+
+    @abstractmethod
+    def _reset_world(self) -> None:
+        """Draw the hidden world from ``self.rng``."""
+
+    @abstractmethod
+    def _apply(self, action: Action) -> ActionResult:
+        """Apply a validated, successfully-delivered tool call to the world."""
+
+    def execute(self, action: Action) -> TaskEvent:
+        """Run a tool call in simulated time: latency, timeout, failure, effect."""
+        spec = self.tools.get(action.tool)
+        if spec is None:
+            return ActionResult(False, f"unknown tool {action.tool!r}", 0.0, "invalid_action")
+        problem = spec.validate(action)
+        if problem is not None:
+            return ActionResult(False, problem, 0.0, "invalid_action")
+        tp = self.tool_params
+        rng = self.tool_rng
+        latency = tp.latency_median * float(np.exp(tp.latency_sigma * rng.standard_normal()))
+        if latency > tp.timeout:
+            yield self.env.timeout(tp.timeout)
+            return ActionResult(False, f"{action.tool} timed out", tp.timeout, "timeout")
+        yield self.env.timeout(latency)
+        if rng.random() < tp.failure_rate:
+            return ActionResult(False, f"{action.tool} failed: service error", latency, "failure")
+        result = self._apply(action)
+        return ActionResult(result.ok, result.text, latency, result.error, result.tokens)
+
+    @abstractmethod
+    def observe(self) -> Observation:
+        """What the agent can perceive now (partial: it never includes the hidden progress)."""
+
+    @property
+    @abstractmethod
+    def progress(self) -> float:
+        """Ground-truth progress p ∈ [0, 1]."""
+
+    @property
+    @abstractmethod
+    def complete(self) -> bool:
+        """True when the goal is met."""
+
+    @abstractmethod
+    def expert_action(self) -> Action:
+        """The action an expert would take now, from the hidden state."""
+
+    @abstractmethod
+    def plan_template(self) -> tuple[PlanStep, ...]:
+        """The skeleton of a good plan (with its conditional branches)."""
+
+    @abstractmethod
+    def answer(self) -> str:
+        """EXTRACT_ANSWER: the task's current answer, as text."""
+
+    def wrong_actions(self) -> Sequence[Action]:
+        return ()
+
+    @property
+    def feasible(self) -> bool:
+        return True

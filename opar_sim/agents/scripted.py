@@ -1,0 +1,103 @@
+"""A scripted agent for tests: fixed actions and fixed evaluations, no randomness."""
+
+from __future__ import annotations
+
+from collections.abc import Generator, Sequence
+from typing import Any
+
+import numpy as np
+import simpy
+
+from environments.base import Task
+from opar_sim.agents.base import ActChoice
+from opar_sim.context import Context
+from opar_sim.models import Action, ActionResult, Cost, Evaluation, Observation, Plan
+
+
+class ScriptedAgent:
+    """Plays back ``actions`` and ``evaluations`` in order, repeating the last of each.
+
+    An action of None stands for an output that failed format validation.
+    Each phase takes ``phase_seconds`` of simulated time and each model call
+    costs ``tokens_per_call`` completion tokens (prompt tokens are the context).
+    """
+
+    name = "scripted"
+
+    def __init__(
+        self,
+        actions: Sequence[Action | None],
+        evaluations: Sequence[Evaluation],
+        phase_seconds: float = 1.0,
+        tokens_per_call: int = 10,
+    ) -> None:
+        if not actions or not evaluations:
+            raise ValueError("a scripted agent needs at least one action and one evaluation")
+        self.actions = list(actions)
+        self.evaluations = list(evaluations)
+        self.phase_seconds = phase_seconds
+        self.tokens_per_call = tokens_per_call
+        self.context = Context()
+        self.cost = Cost()
+        self._step = 0
+        self._plans = 0
+        self._plan: Plan | None = None
+
+    def reset(self, task: Task, rng: np.random.Generator, cost: Cost) -> None:
+        self.context = Context()
+        self.cost = cost
+        self._step = 0
+        self._plans = 0
+        self._task = task
+
+    @property
+    def context_tokens(self) -> int:
+        return self.context.tokens
+
+    def max_step_tokens(self, fresh_plan: bool) -> int:
+        return 3 * (self.context.tokens + 4 * self.tokens_per_call + 200) + 3 * self.tokens_per_call
+
+    def _call(self) -> None:
+        self.cost.prompt_tokens += self.context.tokens
+        self.cost.completion_tokens += self.tokens_per_call
+        self.cost.llm_calls += 1
+        self.context.append("action", self.tokens_per_call)
+
+    def observe(
+        self, env: simpy.Environment, task: Task
+    ) -> Generator[simpy.Event, Any, Observation]:
+        yield env.timeout(self.phase_seconds)
+        obs = task.observe()
+        self.context.append("observation", obs.tokens)
+        return obs
+
+    def plan(
+        self, env: simpy.Environment, step: int, fresh: bool, critique: str
+    ) -> Generator[simpy.Event, Any, Plan]:
+        yield env.timeout(self.phase_seconds)
+        self._call()
+        if fresh or self._plan is None:
+            self._plans += 1
+            self._plan = Plan(self._plans, self._task.plan_template(), 1.0, step, critique)
+        return self._plan
+
+    def act(self, env: simpy.Environment, plan: Plan) -> Generator[simpy.Event, Any, ActChoice]:
+        yield env.timeout(self.phase_seconds)
+        self._call()
+        action = self.actions[min(self._step, len(self.actions) - 1)]
+        plan.cursor += 1
+        if action is None:
+            return ActChoice(None, False, "invalid_format")
+        return ActChoice(action, action == self._task.expert_action())
+
+    def absorb(self, result: ActionResult) -> None:
+        self.context.append("result", result.tokens)
+
+    def evaluate(
+        self, env: simpy.Environment, task: Task, action: Action | None, result: ActionResult
+    ) -> Generator[simpy.Event, Any, Evaluation]:
+        yield env.timeout(self.phase_seconds)
+        self._call()
+        evaluation = self.evaluations[min(self._step, len(self.evaluations) - 1)]
+        self._step += 1
+        return evaluation

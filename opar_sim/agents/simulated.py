@@ -1,0 +1,204 @@
+"""The simulated agent: a seeded noisy expert (DESIGN.md §3).
+
+Each plan has a hidden quality q ~ Beta(α, β): the chance that a step of the
+plan is the task's expert action (otherwise a plausible wrong one).  A REPLAN
+draws a new q, shifted up by ``critique_gain`` only when the evaluation behind
+the critique was right, and it pays a full plan's tokens and time; continuing
+pays a short prompt.  Quality falls as the context grows past
+``context_knee`` tokens.  The agent's self-assessment of progress is the
+progress it can infer from its observations, plus a bias (over-confidence)
+and Gaussian noise.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from typing import Any
+
+import numpy as np
+import simpy
+from pydantic import BaseModel, ConfigDict, Field
+
+from environments.base import Task
+from opar_sim.agents.base import ActChoice
+from opar_sim.context import Context
+from opar_sim.models import Action, ActionResult, Cost, Evaluation, Observation, Plan
+
+RESULT_TOKEN_CAP = 200  # results are truncated to this many tokens in the context
+
+
+class SimulatedAgentParams(BaseModel):
+    """Every knob of the noisy-expert agent, with defaults that behave like a small LLM."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    plan_alpha: float = Field(1.2, gt=0, description="Beta prior α of plan quality")
+    plan_beta: float = Field(1.2, gt=0, description="Beta prior β of plan quality")
+    critique_gain: float = Field(0.2, ge=0, le=1, description="quality added by a right critique")
+    critique_tolerance: float = Field(
+        0.15, ge=0, le=1, description="|δ_task − p| under which an evaluation counts as right"
+    )
+    bias: float = Field(0.05, ge=-1, le=1, description="self-assessment bias (>0: over-confident)")
+    noise: float = Field(0.1, ge=0, le=1, description="self-assessment noise σ on δ_task")
+    context_knee: int = Field(2500, gt=0, description="context tokens past which quality falls")
+    context_decay: float = Field(
+        0.5, ge=0, description="fraction of quality lost per knee of context beyond the knee"
+    )
+    quality_floor: float = Field(0.05, ge=0, le=1)
+    system_tokens: int = Field(300, ge=0)
+    plan_tokens: int = Field(250, ge=1, description="completion tokens of a fresh plan")
+    continue_tokens: int = Field(30, ge=1, description="completion tokens to continue a plan")
+    act_tokens: int = Field(40, ge=1)
+    eval_tokens: int = Field(90, ge=1)
+    tokens_per_second: float = Field(50.0, gt=0, description="generation speed")
+    prompt_tokens_per_second: float = Field(1000.0, gt=0, description="prompt processing speed")
+    observe_seconds: float = Field(0.1, ge=0)
+    invalid_format_rate: float = Field(0.01, ge=0, le=1)
+
+
+class SimulatedAgent:
+    """A noisy expert: follows the task's expert with the current plan's quality."""
+
+    name = "simulated"
+
+    def __init__(self, params: SimulatedAgentParams | None = None, **overrides: Any) -> None:
+        base = params or SimulatedAgentParams()
+        self.params = base.model_copy(update=overrides) if overrides else base
+        if overrides:
+            self.params = SimulatedAgentParams.model_validate(self.params.model_dump())
+        self.context = Context()
+        self.cost = Cost()
+        self.rng = np.random.default_rng(0)
+        self._task: Task | None = None
+        self._plans = 0
+        self._visible = 0.0
+        self._drift = 0.0
+        self._critique_right = False
+        self._current: Plan | None = None
+
+    # -- bookkeeping -------------------------------------------------------------
+    def reset(self, task: Task, rng: np.random.Generator, cost: Cost) -> None:
+        self._task = task
+        self.rng = rng
+        self.cost = cost
+        self.context = Context()
+        self.context.append("system", self.params.system_tokens)
+        self.context.append("goal", max(1, len(task.goal) // 4))
+        self._plans = 0
+        self._visible = 0.0
+        self._drift = 0.0
+        self._critique_right = False
+        self._current = None
+
+    @property
+    def context_tokens(self) -> int:
+        return self.context.tokens
+
+    def _llm_call(self, completion: int) -> float:
+        """Spend one model call; return its simulated duration in seconds."""
+        p = self.params
+        prompt = self.context.tokens
+        self.cost.prompt_tokens += prompt
+        self.cost.completion_tokens += completion
+        self.cost.llm_calls += 1
+        return prompt / p.prompt_tokens_per_second + completion / p.tokens_per_second
+
+    def max_step_tokens(self, fresh_plan: bool) -> int:
+        p = self.params
+        completions = (p.plan_tokens if fresh_plan else p.continue_tokens) + 2 * p.act_tokens
+        completions += p.eval_tokens
+        growth = completions + RESULT_TOKEN_CAP + 64  # the observation appended first
+        return 4 * (self.context.tokens + growth) + completions
+
+    def _quality(self, plan: Plan) -> float:
+        p = self.params
+        excess = self.context.tokens - p.context_knee
+        if excess <= 0:
+            return plan.quality
+        factor = 1.0 - p.context_decay * excess / p.context_knee
+        return max(p.quality_floor, plan.quality * factor)
+
+    # -- the four phases -----------------------------------------------------------
+    def observe(
+        self, env: simpy.Environment, task: Task
+    ) -> Generator[simpy.Event, Any, Observation]:
+        yield env.timeout(self.params.observe_seconds)
+        obs = task.observe()
+        self.context.append("observation", obs.tokens)
+        if obs.world_changed:
+            self._drift = max(self._drift, 0.8)
+        return obs
+
+    def plan(
+        self, env: simpy.Environment, step: int, fresh: bool, critique: str
+    ) -> Generator[simpy.Event, Any, Plan]:
+        p = self.params
+        assert self._task is not None, "reset() first"
+        if not fresh and self._current is not None:
+            yield env.timeout(self._llm_call(p.continue_tokens))
+            self.context.append("plan", p.continue_tokens)
+            return self._current
+        quality = float(self.rng.beta(p.plan_alpha, p.plan_beta))
+        if self._plans > 0 and self._critique_right:
+            quality += p.critique_gain
+        quality = min(0.98, max(0.02, quality))
+        yield env.timeout(self._llm_call(p.plan_tokens))
+        self.context.append("plan", p.plan_tokens)
+        self._plans += 1
+        self._drift = 0.0
+        self._current = Plan(self._plans, self._task.plan_template(), quality, step, critique)
+        return self._current
+
+    def act(self, env: simpy.Environment, plan: Plan) -> Generator[simpy.Event, Any, ActChoice]:
+        p = self.params
+        task = self._task
+        assert task is not None, "reset() first"
+        yield env.timeout(self._llm_call(p.act_tokens))
+        self.context.append("action", p.act_tokens)
+        plan.cursor += 1
+        rng = self.rng
+        if rng.random() < p.invalid_format_rate:
+            # one retry with the validation error in the prompt, as with a real model
+            yield env.timeout(self._llm_call(p.act_tokens))
+            self.context.append("action", p.act_tokens)
+            if rng.random() < p.invalid_format_rate:
+                return ActChoice(None, False, "invalid_format")
+        if rng.random() < self._quality(plan):
+            return ActChoice(task.expert_action(), True)
+        wrong = task.wrong_actions()
+        if not wrong:
+            return ActChoice(task.expert_action(), True)
+        return ActChoice(wrong[int(rng.integers(len(wrong)))], False)
+
+    def absorb(self, result: ActionResult) -> None:
+        self.context.append("result", min(RESULT_TOKEN_CAP, result.tokens + 4))
+
+    def evaluate(
+        self, env: simpy.Environment, task: Task, action: Action | None, result: ActionResult
+    ) -> Generator[simpy.Event, Any, Evaluation]:
+        p = self.params
+        rng = self.rng
+        yield env.timeout(self._llm_call(p.eval_tokens))
+        self.context.append("reflection", p.eval_tokens)
+        visible = task.observe().visible_progress
+        productive = visible > self._visible + 1e-9
+        self._visible = visible
+        self._drift = 0.5 * self._drift + (0.0 if productive else 0.5)
+        noise = rng.standard_normal(3)
+        delta_task = min(1.0, max(0.0, visible + p.bias + p.noise * float(noise[0])))
+        if not result.ok:
+            act = 0.1
+        elif productive:
+            act = 1.0
+        else:
+            act = 0.6
+        delta_act = min(1.0, max(0.0, act + 0.5 * p.noise * float(noise[1])))
+        delta_plan = min(1.0, max(0.0, self._drift + 0.5 * p.noise * float(noise[2])))
+        confidence = min(1.0, max(0.0, delta_task * (1.0 - 0.3 * self._drift)))
+        self._critique_right = abs(delta_task - task.progress) <= p.critique_tolerance
+        if result.ok:
+            critique = "progress" if productive else "no progress"
+        else:
+            critique = f"failed: {result.error}"
+        missing = () if delta_task >= 0.999 else ("remaining goal",)
+        return Evaluation(delta_task, delta_act, delta_plan, confidence, critique, missing)

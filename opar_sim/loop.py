@@ -1,0 +1,241 @@
+"""Algorithm 1 of the OPAR document as one SimPy process per episode.
+
+Each iteration runs Observe → Plan → Act → Reflect, every phase a
+``yield from`` that lets simulated time pass.  The hard limits hold whatever
+the controller says: at most ``max_steps`` iterations; the simulated clock
+never passes ``time_budget`` (the episode is cut at the deadline); a step is
+never started when its worst-case token spend would break ``token_budget``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import simpy
+
+from controllers.base import Controller, ReflectContext, Truth
+from environments.base import Task
+from opar_sim.agents.base import Agent
+from opar_sim.models import (
+    ActionResult,
+    ControlSignal,
+    Cost,
+    Decision,
+    EpisodeResult,
+    Outcome,
+    Plan,
+    StepRecord,
+    outcome_label,
+)
+from opar_sim.seeding import streams
+from opar_sim.supervisor import Supervisor
+
+MAX_INVALID_IN_A_ROW = 3
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """Hard limits of an episode (Algorithm 1's T_max, and the production budgets)."""
+
+    max_steps: int = 20
+    time_budget: float = 600.0  # simulated seconds
+    token_budget: int = 200_000
+
+    def __post_init__(self) -> None:
+        if self.max_steps < 1:
+            raise ValueError("max_steps must be >= 1")
+        if not self.time_budget > 0:
+            raise ValueError("time_budget must be > 0")
+        if self.token_budget < 1:
+            raise ValueError("token_budget must be >= 1")
+
+
+@dataclass(slots=True)
+class _Run:
+    steps: list[StepRecord]
+    stop: str | None = None  # truncation reason
+    error: str | None = None
+    terminated: bool = False
+
+
+def run_episode(
+    task: Task,
+    agent: Agent,
+    controller: Controller,
+    limits: Limits,
+    seed: np.random.SeedSequence,
+    *,
+    episode: int = 0,
+    supervisor: Supervisor | None = None,
+) -> EpisodeResult:
+    """Run one episode to its outcome; never raises for anything the episode does."""
+    env = simpy.Environment()
+    rngs = streams(seed)
+    task.reset(env, rngs.task, rngs.tools)
+    cost = Cost()
+    agent.reset(task, rngs.agent, cost)
+    controller.reset()
+    if supervisor is not None:
+        supervisor.reset()
+    run = _Run([])
+    proc = env.process(_opar(env, task, agent, controller, limits, cost, run, supervisor))
+    env.run(until=proc | env.timeout(limits.time_budget))
+    if not proc.triggered:
+        run.stop = "time"
+    cost.sim_seconds = env.now
+    return _finish(task, agent, controller, run, cost, episode, _entropy(seed))
+
+
+def _opar(
+    env: simpy.Environment,
+    task: Task,
+    agent: Agent,
+    controller: Controller,
+    limits: Limits,
+    cost: Cost,
+    run: _Run,
+    supervisor: Supervisor | None,
+) -> Generator[simpy.Event, Any, None]:
+    plan: Plan | None = None
+    fresh = True
+    critique = ""
+    last_reflect: float | None = None
+    plan_age = 0
+    invalid_in_a_row = 0
+    for t in range(1, limits.max_steps + 1):
+        if cost.tokens + agent.max_step_tokens(fresh) > limits.token_budget:
+            run.stop = "tokens"
+            return
+        # Observe
+        obs = yield from agent.observe(env, task)
+        # Plan: keep the plan on CONTINUE, make a new one (using the critique) on REPLAN
+        if plan is not None and fresh:
+            cost.replans += 1
+        plan = yield from agent.plan(env, t, fresh, critique)
+        if fresh:
+            plan_age = 0
+        # Act
+        choice = yield from agent.act(env, plan)
+        if choice.action is None:
+            result = ActionResult(False, "output failed validation", 0.0, choice.error)
+            invalid_in_a_row += 1
+        else:
+            invalid_in_a_row = 0
+            cost.tool_calls += 1
+            result = yield from task.execute(choice.action)
+        agent.absorb(result)
+        # Reflect
+        evaluation = yield from agent.evaluate(env, task, choice.action, result)
+        plan_age += 1
+        now = env.now
+        ctx = ReflectContext(
+            step=t,
+            now=now,
+            dt=0.0 if last_reflect is None else now - last_reflect,
+            plan_age=plan_age,
+            plan_exhausted=plan.exhausted,
+            replans=cost.replans,
+            truth=Truth(task.progress, task.complete, task.feasible, plan.quality),
+        )
+        last_reflect = now
+        decision = controller.decide(evaluation, ctx)
+        record = StepRecord(
+            step=t,
+            time=now,
+            observation=obs,
+            plan_id=plan.plan_id,
+            plan_quality=plan.quality,
+            action=choice.action,
+            expert=choice.expert,
+            result=result,
+            evaluation=evaluation,
+            decision=decision,
+            progress=ctx.truth.progress,
+            tokens=cost.tokens,
+            context_tokens=agent.context_tokens,
+            answer=task.answer(),
+            error=choice.error,
+        )
+        run.steps.append(record)
+        if supervisor is not None:
+            override = supervisor.review(record, decision)
+            if override is not None:
+                record.guard = override.reason
+                if override.truncate:
+                    run.stop = override.reason
+                    return
+                decision = Decision(override.signal, f"guard: {override.reason}", decision.terms)
+                record.decision = decision
+        if invalid_in_a_row >= MAX_INVALID_IN_A_ROW:
+            run.error = "invalid_format"
+            return
+        if decision.signal is ControlSignal.TERMINATE:
+            run.terminated = True
+            return
+        fresh = decision.signal is ControlSignal.REPLAN
+        critique = evaluation.critique
+    run.stop = "max_steps"
+
+
+def _finish(
+    task: Task,
+    agent: Agent,
+    controller: Controller,
+    run: _Run,
+    cost: Cost,
+    episode: int,
+    seed: int,
+) -> EpisodeResult:
+    if run.terminated:
+        if task.complete:
+            outcome = outcome_label(Outcome.SUCCESS)
+        elif not task.feasible:
+            outcome = outcome_label(Outcome.GAVE_UP)
+        else:
+            outcome = outcome_label(Outcome.PREMATURE)
+    elif run.error is not None:
+        outcome = outcome_label(Outcome.ERROR, run.error)
+    else:
+        outcome = outcome_label(Outcome.TRUNCATED, run.stop or "max_steps")
+    best = _best_step(run)
+    answer = run.steps[best - 1].answer if best is not None else task.answer()
+    return EpisodeResult(
+        episode=episode,
+        seed=seed,
+        task=task.name,
+        agent=agent.name,
+        controller=controller.name,
+        outcome=outcome,
+        answer=answer,
+        final_progress=task.progress,
+        complete=task.complete,
+        cost=cost,
+        steps=run.steps,
+        best_step=best,
+    )
+
+
+def _best_step(run: _Run) -> int | None:
+    """The step whose answer is returned: the last on TERMINATE, else best-of-history.
+
+    Best-of-history ranks steps by the agent's own estimate δ_task (it cannot
+    see the truth), the later step winning ties.
+    """
+    if not run.steps:
+        return None
+    if run.terminated:
+        return run.steps[-1].step
+    best = max(
+        run.steps,
+        key=lambda r: (r.evaluation.delta_task if r.evaluation else -1.0, r.step),
+    )
+    return best.step
+
+
+def _entropy(seed: np.random.SeedSequence) -> int:
+    """The run seed an episode's SeedSequence was made from."""
+    entropy = seed.entropy
+    return entropy if isinstance(entropy, int) else 0

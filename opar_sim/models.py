@@ -1,0 +1,211 @@
+"""The domain types of the OPAR loop.
+
+The hot path (one object per phase per step, hundreds of thousands per second
+in a sweep) uses slotted dataclasses; pydantic is kept for the boundaries
+(experiment specs, LLM structured outputs, files on disk).  Field names follow
+the OPAR document: an episode's trajectory is τ = ⟨o, π, a, r, ρ⟩ per step.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Any
+
+
+class ControlSignal(enum.Enum):
+    """What the Reflect phase tells the loop to do next (Algorithm 1, lines 28-35)."""
+
+    CONTINUE = "continue"
+    REPLAN = "replan"
+    TERMINATE = "terminate"
+
+
+@dataclass(slots=True, frozen=True)
+class Observation:
+    """What the agent perceives at the start of a step (o_t).
+
+    ``visible_progress`` is the progress the agent could infer from what it has
+    seen so far; it differs from the task's hidden progress whenever results
+    were truncated, stale or wrong.  ``world_changed`` is set when the agent
+    can tell the world moved since the plan was made (a fare changed, a
+    document vanished).
+    """
+
+    text: str
+    visible_progress: float
+    world_changed: bool = False
+    tokens: int = 0
+
+
+@dataclass(slots=True, frozen=True)
+class PlanStep:
+    """One step of a plan skeleton: a tool to use, why, and an optional branch.
+
+    ``condition``/``fallback`` express the OPAR document's conditional plans:
+    "if the search is empty, widen the date range".
+    """
+
+    tool: str
+    description: str
+    condition: str | None = None
+    fallback: str | None = None
+
+
+@dataclass(slots=True)
+class Plan:
+    """A plan π with a cursor into its steps.
+
+    ``quality`` is hidden from the agent and from every controller except the
+    oracle: the probability that a step of this plan is the expert's action.
+    """
+
+    plan_id: int
+    steps: tuple[PlanStep, ...]
+    quality: float
+    created_step: int
+    critique: str = ""
+    cursor: int = 0
+
+    @property
+    def exhausted(self) -> bool:
+        return self.cursor >= len(self.steps)
+
+
+@dataclass(slots=True, frozen=True)
+class Action:
+    """A concrete tool call a_t."""
+
+    tool: str
+    args: tuple[tuple[str, Any], ...] = ()
+
+    @staticmethod
+    def of(tool: str, **args: Any) -> Action:
+        return Action(tool, tuple(sorted(args.items())))
+
+    def arg(self, name: str, default: Any = None) -> Any:
+        for key, value in self.args:
+            if key == name:
+                return value
+        return default
+
+    def label(self) -> str:
+        if not self.args:
+            return self.tool
+        inner = ",".join(f"{k}={v}" for k, v in self.args)
+        return f"{self.tool}({inner})"
+
+
+@dataclass(slots=True, frozen=True)
+class ActionResult:
+    """The raw result r_t of executing an action in simulated time."""
+
+    ok: bool
+    text: str
+    latency: float
+    error: str | None = None  # "failure", "timeout", "invalid_action", "rejected", ...
+    tokens: int = 0
+
+
+@dataclass(slots=True, frozen=True)
+class Evaluation:
+    """The sensor reading of Algorithm 2: the agent's assessment after acting."""
+
+    delta_task: float  # estimated progress toward the goal, in [0, 1]
+    delta_act: float  # did the last action do what was expected, in [0, 1]
+    delta_plan: float  # how far the world has drifted from the plan, in [0, 1]
+    confidence: float  # in [0, 1]
+    critique: str = ""
+    missing: tuple[str, ...] = ()  # what information is still missing (ReAct reflection)
+
+
+@dataclass(slots=True, frozen=True)
+class Decision:
+    """A controller's verdict: the signal, why, and the controller's terms."""
+
+    signal: ControlSignal
+    reason: str
+    terms: dict[str, float] = field(default_factory=dict)
+
+
+class Outcome(enum.Enum):
+    """Outcome kinds (DESIGN.md §2); truncations and errors carry a reason."""
+
+    SUCCESS = "success"
+    PREMATURE = "premature"
+    GAVE_UP = "gave_up"
+    TRUNCATED = "truncated"
+    ERROR = "error"
+
+
+TRUNCATION_REASONS = ("max_steps", "time", "tokens", "no_progress", "stuck", "token_spike")
+
+
+def outcome_label(kind: Outcome, reason: str | None = None) -> str:
+    """The string form used in files: ``success`` or ``truncated:max_steps``."""
+    if kind in (Outcome.TRUNCATED, Outcome.ERROR):
+        if not reason:
+            raise ValueError(f"{kind.value} outcome needs a reason")
+        return f"{kind.value}:{reason}"
+    return str(kind.value)
+
+
+@dataclass(slots=True)
+class Cost:
+    """What an episode spent."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    llm_calls: int = 0
+    sim_seconds: float = 0.0
+    tool_calls: int = 0
+    replans: int = 0
+
+    @property
+    def tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+
+@dataclass(slots=True)
+class StepRecord:
+    """One iteration of the loop: ⟨o, π, a, r, ρ⟩ plus ground truth and cost."""
+
+    step: int
+    time: float  # simulated seconds at the end of the step
+    observation: Observation
+    plan_id: int
+    plan_quality: float
+    action: Action | None
+    expert: bool  # was the action the expert's (ground truth, hidden from the agent)
+    result: ActionResult | None
+    evaluation: Evaluation | None
+    decision: Decision | None
+    progress: float  # true hidden progress after the action
+    tokens: int  # cumulative tokens at the end of the step
+    context_tokens: int
+    answer: str
+    error: str | None = None  # a step-level error such as "invalid_format"
+    guard: str | None = None  # the supervisor guard that overrode the controller, if any
+
+
+@dataclass(slots=True)
+class EpisodeResult:
+    """Everything an episode produced: outcome, answer, cost and trajectory."""
+
+    episode: int
+    seed: int
+    task: str
+    agent: str
+    controller: str
+    outcome: str
+    answer: str
+    final_progress: float
+    complete: bool
+    cost: Cost
+    steps: list[StepRecord]
+    best_step: int | None = None  # the step whose answer was returned (best-of-history)
+    sub_episodes: list[EpisodeResult] = field(default_factory=list)
+
+    @property
+    def success(self) -> bool:
+        return self.outcome == Outcome.SUCCESS.value

@@ -1,0 +1,91 @@
+"""The on-disk form of episodes and steps: one JSON object per line.
+
+Field names here are the file format every reader (plots, reports, outside
+checks) relies on; keep them stable.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from opar_sim.models import EpisodeResult, StepRecord
+
+_dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
+
+
+def step_row(result: EpisodeResult, rec: StepRecord) -> dict[str, Any]:
+    """The steps.jsonl row of one step of an episode."""
+    action, res, ev, dec = rec.action, rec.result, rec.evaluation, rec.decision
+    return {
+        "episode": result.episode,
+        "agent": result.agent,
+        "controller": result.controller,
+        "step": rec.step,
+        "time": rec.time,
+        "observation": rec.observation.text,
+        "visible_progress": rec.observation.visible_progress,
+        "world_changed": rec.observation.world_changed,
+        "plan_id": rec.plan_id,
+        "plan_quality": rec.plan_quality,
+        "action": action.label() if action else None,
+        "tool": action.tool if action else None,
+        "expert": rec.expert,
+        "ok": res.ok if res else None,
+        "result": res.text if res else None,
+        "latency": res.latency if res else None,
+        "tool_error": res.error if res else None,
+        "delta_task": ev.delta_task if ev else None,
+        "delta_act": ev.delta_act if ev else None,
+        "delta_plan": ev.delta_plan if ev else None,
+        "confidence": ev.confidence if ev else None,
+        "critique": ev.critique if ev else None,
+        "signal": dec.signal.value if dec else None,
+        "reason": dec.reason if dec else None,
+        "terms": dec.terms if dec else {},
+        "progress": rec.progress,
+        "tokens": rec.tokens,
+        "context_tokens": rec.context_tokens,
+        "answer": rec.answer,
+        "error": rec.error,
+        "guard": rec.guard,
+    }
+
+
+def episode_row(result: EpisodeResult) -> dict[str, Any]:
+    """The episodes.jsonl row of an episode."""
+    c = result.cost
+    return {
+        "episode": result.episode,
+        "seed": result.seed,
+        "task": result.task,
+        "agent": result.agent,
+        "controller": result.controller,
+        "outcome": result.outcome,
+        "success": result.success,
+        "steps": len(result.steps),
+        "answer": result.answer,
+        "best_step": result.best_step,
+        "final_progress": result.final_progress,
+        "complete": result.complete,
+        "prompt_tokens": c.prompt_tokens,
+        "completion_tokens": c.completion_tokens,
+        "tokens": c.tokens,
+        "llm_calls": c.llm_calls,
+        "sim_seconds": c.sim_seconds,
+        "tool_calls": c.tool_calls,
+        "replans": c.replans,
+    }
+
+
+def to_line(row: dict[str, Any]) -> str:
+    """One JSON line, deterministic for the same row."""
+    return _dumps(row) + "\n"
+
+
+def episode_lines(result: EpisodeResult) -> tuple[str, str]:
+    """(the episode's line, all its step lines), sub-agents' steps included."""
+    steps = "".join(to_line(step_row(result, rec)) for rec in result.steps)
+    for sub in result.sub_episodes:
+        steps += "".join(to_line(step_row(sub, rec)) for rec in sub.steps)
+    return to_line(episode_row(result)), steps

@@ -1,0 +1,88 @@
+"""Run an experiment: episodes in order, streamed to a run directory.
+
+A run directory holds the resolved spec (``spec.json``), ``episodes.jsonl``
+(one line per episode), ``steps.jsonl`` (one line per step), ``summary.json``
+and figures.  An episode's steps are written before its episode line, and
+both are flushed after every episode, so an interrupted run keeps every
+finished episode.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from opar_sim import plots
+from opar_sim.loop import run_episode
+from opar_sim.models import EpisodeResult
+from opar_sim.records import episode_lines
+from opar_sim.seeding import episode_seed
+from opar_sim.spec import ExperimentSpec, SpecError, build
+from opar_sim.summary import Summary
+
+RUN_FILES = ("spec.json", "episodes.jsonl", "steps.jsonl", "summary.json")
+
+
+@dataclass
+class RunResult:
+    """What a finished run wrote and its per-controller summary."""
+
+    out: Path
+    summary: dict[str, dict[str, Any]]
+    figures: list[str] = field(default_factory=list)
+
+
+def prepare_out_dir(out: Path) -> None:
+    """Refuse to overwrite a run: an existing directory must hold no run files."""
+    if out.exists() and not out.is_dir():
+        raise SpecError(f"--out {out} exists and is not a directory")
+    if out.is_dir() and any((out / name).exists() for name in RUN_FILES):
+        raise SpecError(f"--out {out} already holds a run; choose another directory")
+
+
+def run_experiment(
+    spec: ExperimentSpec,
+    out: Path,
+    on_episode: Callable[[EpisodeResult], None] | None = None,
+) -> RunResult:
+    """Run every episode of ``spec`` and write the run directory ``out``."""
+    parts = build(spec)
+    prepare_out_dir(out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "spec.json").write_text(spec.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    summary = Summary()
+    progress: dict[str, list[list[float]]] = {}
+    estimate: dict[str, list[list[float]]] = {}
+    task = parts.make_task()
+    agent = parts.make_agent()
+    controller = parts.make_controller()
+    with (
+        open(out / "episodes.jsonl", "w", encoding="utf-8") as episodes_file,
+        open(out / "steps.jsonl", "w", encoding="utf-8") as steps_file,
+    ):
+        for i in range(spec.episodes):
+            result = run_episode(
+                task, agent, controller, parts.limits, episode_seed(spec.seed, i), episode=i
+            )
+            episode_line, step_lines = episode_lines(result)
+            steps_file.write(step_lines)
+            steps_file.flush()
+            episodes_file.write(episode_line)
+            episodes_file.flush()
+            summary.add(result)
+            progress.setdefault(result.controller, []).append([r.progress for r in result.steps])
+            estimate.setdefault(result.controller, []).append(
+                [r.evaluation.delta_task if r.evaluation else 0.0 for r in result.steps]
+            )
+            if on_episode is not None:
+                on_episode(result)
+    table = summary.as_dict()
+    (out / "summary.json").write_text(json.dumps(table, indent=2) + "\n", encoding="utf-8")
+    fig = plots.convergence_figure(
+        progress, estimate, f"{spec.name}: progress per loop iteration ({spec.episodes} episodes)"
+    )
+    figures = plots.save(fig, str(out / "progress"))
+    return RunResult(out, table, figures)

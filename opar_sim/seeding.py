@@ -1,0 +1,38 @@
+"""Per-episode randomness: one SeedSequence per episode, split into named streams.
+
+Episode ``i`` of a run with seed ``s`` always gets the same streams, whatever the
+controller, executor or worker count, so controllers are compared on common
+random numbers and reruns are byte-identical.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+STREAMS = ("task", "agent", "tools", "controller")
+
+
+@dataclass(frozen=True, slots=True)
+class Streams:
+    """Independent generators for the parts of one episode."""
+
+    task: np.random.Generator
+    agent: np.random.Generator
+    tools: np.random.Generator
+    controller: np.random.Generator
+
+
+def episode_seed(seed: int, episode: int) -> np.random.SeedSequence:
+    """The SeedSequence of episode ``episode`` in a run seeded with ``seed``."""
+    if seed < 0 or episode < 0:
+        raise ValueError("seed and episode must be non-negative")
+    return np.random.SeedSequence(seed, spawn_key=(episode,))
+
+
+def streams(seq: np.random.SeedSequence) -> Streams:
+    """Split an episode's SeedSequence into the named generators, in a fixed order."""
+    children = seq.spawn(len(STREAMS))
+    gens = [np.random.Generator(np.random.PCG64(c)) for c in children]
+    return Streams(*gens)

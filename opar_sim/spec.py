@@ -1,0 +1,151 @@
+"""Experiment specs: TOML files validated by pydantic, with errors that name the key.
+
+A spec names a task, an agent, a controller and the hard limits, plus the
+number of episodes and the seed.  ``load_spec`` reads and validates a file;
+``build`` makes the components once, so a bad gain or an unknown task is
+reported before anything is written.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+import controllers
+import environments
+from controllers.base import Controller
+from environments.base import Task
+from opar_sim.agents.base import Agent
+from opar_sim.agents.simulated import SimulatedAgent, SimulatedAgentParams
+from opar_sim.loop import Limits
+
+
+class SpecError(ValueError):
+    """A spec is missing, malformed or names something that does not exist."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class TaskSpec(_Strict):
+    name: str = "flight_booking"
+    params: dict[str, Any] = Field(default_factory=dict)
+
+
+class AgentSpec(_Strict):
+    kind: Literal["simulated"] = "simulated"
+    params: dict[str, Any] = Field(default_factory=dict)
+
+
+class ControllerSpec(_Strict):
+    name: str = "pid"
+    params: dict[str, Any] = Field(default_factory=dict)
+
+
+class LimitsSpec(_Strict):
+    max_steps: int = Field(20, ge=1, description="T_max: iterations of the loop")
+    time_budget: float = Field(600.0, gt=0, description="simulated seconds")
+    token_budget: int = Field(200_000, ge=1, description="prompt + completion tokens")
+
+
+class ExperimentSpec(_Strict):
+    """One experiment: what runs, how often, and under which limits."""
+
+    name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_.-]+$")
+    description: str = ""
+    episodes: int = Field(100, ge=1, le=10_000_000)
+    seed: int = Field(0, ge=0)
+    task: TaskSpec = Field(default_factory=TaskSpec)
+    agent: AgentSpec = Field(default_factory=AgentSpec)
+    controller: ControllerSpec = Field(default_factory=ControllerSpec)
+    limits: LimitsSpec = Field(default_factory=LimitsSpec)
+
+
+def _first_error(exc: ValidationError, prefix: str = "") -> str:
+    err = exc.errors()[0]
+    where = ".".join(str(p) for p in err["loc"])
+    if err["type"] == "extra_forbidden":
+        return f"{prefix}{where}: unknown key"
+    return f"{prefix}{where}: {err['msg']}"
+
+
+def parse_spec(data: dict[str, Any], source: str = "spec") -> ExperimentSpec:
+    """Validate a spec from a mapping; raise SpecError naming the offending key."""
+    try:
+        spec = ExperimentSpec.model_validate(data)
+    except ValidationError as exc:
+        raise SpecError(f"{source}: {_first_error(exc)}") from None
+    build(spec, source)  # validate the components' own parameters
+    return spec
+
+
+def load_spec(path: str | Path) -> ExperimentSpec:
+    """Read and validate a TOML spec file."""
+    p = Path(path)
+    if not p.is_file():
+        raise SpecError(f"spec not found: {p}")
+    try:
+        data = tomllib.loads(p.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise SpecError(f"{p}: not valid TOML: {exc}") from None
+    except UnicodeDecodeError:
+        raise SpecError(f"{p}: not a text file") from None
+    return parse_spec(data, str(p))
+
+
+@dataclass(frozen=True)
+class Components:
+    """Factories for one episode's parts, validated once."""
+
+    make_task: Callable[[], Task]
+    make_agent: Callable[[], Agent]
+    make_controller: Callable[[], Controller]
+    limits: Limits
+
+
+def build(spec: ExperimentSpec, source: str = "spec") -> Components:
+    """Make each component once (so errors surface now) and return factories."""
+    t, a, c = spec.task, spec.agent, spec.controller
+    try:
+        environments.make(t.name, **t.params)
+    except ValueError as exc:
+        raise SpecError(f"{source}: task: {exc}") from None
+    try:
+        agent_params = SimulatedAgentParams.model_validate(a.params)
+    except ValidationError as exc:
+        raise SpecError(f"{source}: {_first_error(exc, 'agent.params.')}") from None
+    try:
+        controllers.make(c.name, **c.params)
+    except ValueError as exc:
+        raise SpecError(f"{source}: controller: {exc}") from None
+    limits = Limits(**spec.limits.model_dump())
+    return Components(
+        make_task=lambda: environments.make(t.name, **t.params),
+        make_agent=lambda: SimulatedAgent(agent_params),
+        make_controller=lambda: controllers.make(c.name, **c.params),
+        limits=limits,
+    )
+
+
+def with_overrides(
+    spec: ExperimentSpec,
+    *,
+    episodes: int | None = None,
+    seed: int | None = None,
+    controller: str | None = None,
+) -> ExperimentSpec:
+    """Apply command-line overrides; a new controller keeps no parameters of the old one."""
+    data = spec.model_dump()
+    if episodes is not None:
+        data["episodes"] = episodes
+    if seed is not None:
+        data["seed"] = seed
+    if controller is not None and controller != spec.controller.name:
+        data["controller"] = {"name": controller, "params": {}}
+    return parse_spec(data, "command line")
