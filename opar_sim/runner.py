@@ -58,12 +58,13 @@ def run_experiment(
     estimate: dict[str, list[list[float]]] = {}
     task = parts.make_task()
     agent = parts.make_agent()
-    controller = parts.make_controller()
     with (
         open(out / "episodes.jsonl", "w", encoding="utf-8") as episodes_file,
         open(out / "steps.jsonl", "w", encoding="utf-8") as steps_file,
     ):
-        for i in range(spec.episodes):
+        # every controller sees the same episode seeds: common random numbers
+        work = [(make(), i) for _, make in parts.controllers for i in range(spec.episodes)]
+        for controller, i in work:
             result = run_episode(
                 task, agent, controller, parts.limits, episode_seed(spec.seed, i), episode=i
             )
@@ -81,8 +82,7 @@ def run_experiment(
                 on_episode(result)
     table = summary.as_dict()
     (out / "summary.json").write_text(json.dumps(table, indent=2) + "\n", encoding="utf-8")
-    fig = plots.convergence_figure(
-        progress, estimate, f"{spec.name}: progress per loop iteration ({spec.episodes} episodes)"
-    )
+    title = f"{spec.name}: progress per loop iteration ({spec.episodes} episodes each)"
+    fig = plots.convergence_figure(progress, estimate, title)
     figures = plots.save(fig, str(out / "progress"))
     return RunResult(out, table, figures)

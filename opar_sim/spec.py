@@ -64,7 +64,15 @@ class ExperimentSpec(_Strict):
     task: TaskSpec = Field(default_factory=TaskSpec)
     agent: AgentSpec = Field(default_factory=AgentSpec)
     controller: ControllerSpec = Field(default_factory=ControllerSpec)
+    compare: list[ControllerSpec] = Field(
+        default_factory=list,
+        description="controllers run on the same seeds; when empty only `controller` runs",
+    )
     limits: LimitsSpec = Field(default_factory=LimitsSpec)
+
+    def controller_list(self) -> list[ControllerSpec]:
+        """The controllers this experiment runs, in order."""
+        return list(self.compare) if self.compare else [self.controller]
 
 
 def _first_error(exc: ValidationError, prefix: str = "") -> str:
@@ -105,13 +113,13 @@ class Components:
 
     make_task: Callable[[], Task]
     make_agent: Callable[[], Agent]
-    make_controller: Callable[[], Controller]
+    controllers: list[tuple[str, Callable[[], Controller]]]
     limits: Limits
 
 
 def build(spec: ExperimentSpec, source: str = "spec") -> Components:
     """Make each component once (so errors surface now) and return factories."""
-    t, a, c = spec.task, spec.agent, spec.controller
+    t, a = spec.task, spec.agent
     try:
         environments.make(t.name, **t.params)
     except ValueError as exc:
@@ -120,17 +128,26 @@ def build(spec: ExperimentSpec, source: str = "spec") -> Components:
         agent_params = SimulatedAgentParams.model_validate(a.params)
     except ValidationError as exc:
         raise SpecError(f"{source}: {_first_error(exc, 'agent.params.')}") from None
-    try:
-        controllers.make(c.name, **c.params)
-    except ValueError as exc:
-        raise SpecError(f"{source}: controller: {exc}") from None
+    made: list[tuple[str, Callable[[], Controller]]] = []
+    for c in spec.controller_list():
+        try:
+            controllers.make(c.name, **c.params)
+        except ValueError as exc:
+            raise SpecError(f"{source}: controller: {exc}") from None
+        if any(name == c.name for name, _ in made):
+            raise SpecError(f"{source}: compare: controller {c.name!r} listed twice")
+        made.append((c.name, _controller_factory(c)))
     limits = Limits(**spec.limits.model_dump())
     return Components(
         make_task=lambda: environments.make(t.name, **t.params),
         make_agent=lambda: SimulatedAgent(agent_params),
-        make_controller=lambda: controllers.make(c.name, **c.params),
+        controllers=made,
         limits=limits,
     )
+
+
+def _controller_factory(c: ControllerSpec) -> Callable[[], Controller]:
+    return lambda: controllers.make(c.name, **c.params)
 
 
 def with_overrides(
@@ -148,4 +165,5 @@ def with_overrides(
         data["seed"] = seed
     if controller is not None and controller != spec.controller.name:
         data["controller"] = {"name": controller, "params": {}}
+        data["compare"] = []
     return parse_spec(data, "command line")

@@ -1,0 +1,48 @@
+"""``opar-sim run SPEC``: run an experiment and write its run directory."""
+
+from __future__ import annotations
+
+import argparse
+
+from rich.console import Console
+
+from opar_sim.commands.common import add_run_flags, default_out
+from opar_sim.display import outcome_table, progress_bar, summary_table
+from opar_sim.runner import RunResult, prepare_out_dir, run_experiment
+from opar_sim.spec import ExperimentSpec, load_spec, with_overrides
+
+NAME = "run"
+HELP = "run an experiment spec and write a run directory"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_run_flags(parser)
+    parser.add_argument("--controller", help="use this registered controller (see `list`)")
+
+
+def execute(spec: ExperimentSpec, args: argparse.Namespace, console: Console) -> RunResult:
+    """Run ``spec`` with a progress bar and print its tables; shared with ``compare``."""
+    out = args.out or default_out(spec.name)
+    prepare_out_dir(out)
+    names = [c.name for c in spec.controller_list()]
+    console.print(
+        f"[bold]{spec.name}[/]: task [cyan]{spec.task.name}[/], controllers "
+        f"[cyan]{', '.join(names)}[/], {spec.episodes} episodes each, seed {spec.seed}"
+    )
+    with progress_bar(console) as bar:
+        job = bar.add_task(spec.name, total=spec.episodes * len(names))
+        result = run_experiment(spec, out, on_episode=lambda _r: bar.advance(job))
+    console.print(summary_table(result.summary, f"{spec.name}: means per episode"))
+    console.print(outcome_table(result.summary))
+    console.print(f"run directory: [green]{result.out}[/]")
+    for figure in result.figures:
+        console.print(f"figure: [green]{figure}[/]")
+    return result
+
+
+def run(args: argparse.Namespace, console: Console) -> int:
+    spec = with_overrides(
+        load_spec(args.spec), episodes=args.episodes, seed=args.seed, controller=args.controller
+    )
+    execute(spec, args, console)
+    return 0
