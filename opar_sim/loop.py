@@ -18,7 +18,7 @@ import simpy
 
 from controllers.base import Controller, ReflectContext, Truth
 from environments.base import Task
-from opar_sim.agents.base import Agent
+from opar_sim.agents.base import Agent, AgentAbort
 from opar_sim.models import (
     ActionResult,
     ControlSignal,
@@ -82,7 +82,10 @@ def run_episode(
         supervisor.reset()
     run = _Run([])
     proc = env.process(_opar(env, task, agent, controller, limits, cost, run, supervisor))
-    env.run(until=proc | env.timeout(limits.time_budget))
+    try:
+        env.run(until=proc | env.timeout(limits.time_budget))
+    except AgentAbort as exc:  # e.g. an unreachable LLM backend: error:<reason>, no crash
+        run.error = exc.reason
     if not proc.triggered:
         run.stop = "time"
     cost.sim_seconds = env.now

@@ -10,12 +10,14 @@ finished episode.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from opar_sim import plots
+from opar_sim.llm.trace import open_call_log
 from opar_sim.loop import run_episode
 from opar_sim.models import EpisodeResult
 from opar_sim.records import episode_lines
@@ -58,6 +60,7 @@ def run_experiment(
     estimate: dict[str, list[list[float]]] = {}
     task = parts.make_task()
     agent = parts.make_agent()
+    calls = open_call_log(agent, out)  # LLM agents only: calls.jsonl and llm.json
     with (
         open(out / "episodes.jsonl", "w", encoding="utf-8") as episodes_file,
         open(out / "steps.jsonl", "w", encoding="utf-8") as steps_file,
@@ -65,9 +68,12 @@ def run_experiment(
         # every controller sees the same episode seeds: common random numbers
         work = [(make(), i) for _, make in parts.controllers for i in range(spec.episodes)]
         for controller, i in work:
+            started = time.perf_counter()
             result = run_episode(
                 task, agent, controller, parts.limits, episode_seed(spec.seed, i), episode=i
             )
+            if calls is not None:
+                calls.add(result, time.perf_counter() - started)
             episode_line, step_lines = episode_lines(result)
             steps_file.write(step_lines)
             steps_file.flush()
@@ -80,6 +86,8 @@ def run_experiment(
             )
             if on_episode is not None:
                 on_episode(result)
+    if calls is not None:
+        calls.close()
     table = summary.as_dict()
     (out / "summary.json").write_text(json.dumps(table, indent=2) + "\n", encoding="utf-8")
     title = f"{spec.name}: progress per loop iteration ({spec.episodes} episodes each)"

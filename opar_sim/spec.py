@@ -22,6 +22,7 @@ from controllers.base import Controller
 from environments.base import Task
 from opar_sim.agents.base import Agent
 from opar_sim.agents.simulated import SimulatedAgent, SimulatedAgentParams
+from opar_sim.llm.config import BackendSpec
 from opar_sim.loop import Limits
 
 
@@ -39,8 +40,11 @@ class TaskSpec(_Strict):
 
 
 class AgentSpec(_Strict):
-    kind: Literal["simulated"] = "simulated"
+    kind: Literal["simulated", "llm"] = "simulated"
     params: dict[str, Any] = Field(default_factory=dict)
+    # LLM agents (issue 7): `backend` plans and acts, `evaluator` (default: backend) reflects
+    backend: BackendSpec | None = None
+    evaluator: BackendSpec | None = None
 
 
 class ControllerSpec(_Strict):
@@ -124,10 +128,7 @@ def build(spec: ExperimentSpec, source: str = "spec") -> Components:
         environments.make(t.name, **t.params)
     except ValueError as exc:
         raise SpecError(f"{source}: task: {exc}") from None
-    try:
-        agent_params = SimulatedAgentParams.model_validate(a.params)
-    except ValidationError as exc:
-        raise SpecError(f"{source}: {_first_error(exc, 'agent.params.')}") from None
+    make_agent = _agent_factory(a, source)
     made: list[tuple[str, Callable[[], Controller]]] = []
     for c in spec.controller_list():
         try:
@@ -140,10 +141,29 @@ def build(spec: ExperimentSpec, source: str = "spec") -> Components:
     limits = Limits(**spec.limits.model_dump())
     return Components(
         make_task=lambda: environments.make(t.name, **t.params),
-        make_agent=lambda: SimulatedAgent(agent_params),
+        make_agent=make_agent,
         controllers=made,
         limits=limits,
     )
+
+
+def _agent_factory(a: AgentSpec, source: str) -> Callable[[], Agent]:
+    if a.kind == "llm":  # imported here: the simulated path never loads the LLM agent
+        from opar_sim.agents.llm import LLMAgent, LLMAgentParams
+        from opar_sim.llm.config import make_backend
+
+        try:
+            llm_params = LLMAgentParams.model_validate(a.params)
+        except ValidationError as exc:
+            raise SpecError(f"{source}: {_first_error(exc, 'agent.params.')}") from None
+        backend = make_backend(a.backend or BackendSpec())
+        evaluator = make_backend(a.evaluator) if a.evaluator is not None else backend
+        return lambda: LLMAgent(backend, evaluator, llm_params)
+    try:
+        agent_params = SimulatedAgentParams.model_validate(a.params)
+    except ValidationError as exc:
+        raise SpecError(f"{source}: {_first_error(exc, 'agent.params.')}") from None
+    return lambda: SimulatedAgent(agent_params)
 
 
 def _controller_factory(c: ControllerSpec) -> Callable[[], Controller]:
@@ -156,9 +176,12 @@ def with_overrides(
     episodes: int | None = None,
     seed: int | None = None,
     controller: str | None = None,
+    agent: str | None = None,
 ) -> ExperimentSpec:
-    """Apply command-line overrides; a new controller keeps no parameters of the old one."""
+    """Apply command-line overrides; a new controller or agent kind keeps no old parameters."""
     data = spec.model_dump()
+    if agent is not None and agent != spec.agent.kind:
+        data["agent"] = data["agent"] | {"kind": agent, "params": {}}
     if episodes is not None:
         data["episodes"] = episodes
     if seed is not None:

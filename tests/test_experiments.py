@@ -15,7 +15,8 @@ SPECS = sorted(EXPERIMENTS.glob("*.toml"))
 
 @pytest.mark.parametrize("path", SPECS, ids=[p.stem for p in SPECS])
 def test_every_shipped_spec_runs(path, tmp_path):
-    spec = with_overrides(load_spec(path), episodes=5)
+    # LLM specs run here with the simulated agent; tests/test_llm_integration.py runs their model
+    spec = with_overrides(load_spec(path), episodes=5, agent="simulated")
     result = run_experiment(spec, tmp_path / "run")
     stats = next(iter(result.summary.values()))
     assert stats["episodes"] == 5

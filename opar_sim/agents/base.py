@@ -20,6 +20,17 @@ from opar_sim.models import Action, ActionResult, Cost, Evaluation, Observation,
 Phase = Generator[simpy.Event, Any, Any]
 
 
+class AgentAbort(Exception):
+    """The agent cannot go on (e.g. its LLM backend is unreachable).
+
+    The loop ends the episode with outcome ``error:<reason>``; nothing crashes.
+    """
+
+    def __init__(self, reason: str, message: str = "") -> None:
+        super().__init__(message or reason)
+        self.reason = reason
+
+
 @dataclass(slots=True, frozen=True)
 class ActChoice:
     """What the Act phase selected: an action, or none with the reason."""

@@ -6,8 +6,15 @@ A command module defines ``NAME``, ``HELP``, ``add_arguments(parser)`` and
 
 from types import ModuleType
 
-from opar_sim.commands import list_cmd, run_cmd
+from opar_sim.commands import (  # LLM mode (issue 7)
+    calibrate_cmd,
+    doctor_cmd,
+    list_cmd,
+    replay_cmd,
+    run_cmd,
+)
 
 COMMANDS: tuple[ModuleType, ...] = (run_cmd, list_cmd)
+COMMANDS += (doctor_cmd, calibrate_cmd, replay_cmd)  # LLM mode (issue 7)
 
 __all__ = ["COMMANDS"]

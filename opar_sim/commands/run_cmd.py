@@ -8,6 +8,7 @@ from rich.console import Console
 
 from opar_sim.commands.common import add_run_flags, default_out
 from opar_sim.display import outcome_table, progress_bar, summary_table
+from opar_sim.llm.display import print_llm_costs
 from opar_sim.runner import RunResult, prepare_out_dir, run_experiment
 from opar_sim.spec import ExperimentSpec, load_spec, with_overrides
 
@@ -18,6 +19,11 @@ HELP = "run an experiment spec and write a run directory"
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_run_flags(parser)
     parser.add_argument("--controller", help="use this registered controller (see `list`)")
+    parser.add_argument(
+        "--agent",
+        choices=("simulated", "llm"),
+        help="agent kind; llm uses the spec's [agent.backend] (default: embedded llama.cpp)",
+    )
 
 
 def execute(spec: ExperimentSpec, args: argparse.Namespace, console: Console) -> RunResult:
@@ -37,12 +43,17 @@ def execute(spec: ExperimentSpec, args: argparse.Namespace, console: Console) ->
     console.print(f"run directory: [green]{result.out}[/]")
     for figure in result.figures:
         console.print(f"figure: [green]{figure}[/]")
+    print_llm_costs(result.out, console)
     return result
 
 
 def run(args: argparse.Namespace, console: Console) -> int:
     spec = with_overrides(
-        load_spec(args.spec), episodes=args.episodes, seed=args.seed, controller=args.controller
+        load_spec(args.spec),
+        episodes=args.episodes,
+        seed=args.seed,
+        controller=args.controller,
+        agent=getattr(args, "agent", None),
     )
     execute(spec, args, console)
     return 0

@@ -1,0 +1,96 @@
+"""Sim-to-real tools on recorded runs: calibrate fits the simulated agent, replay re-decides."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from opar_sim.calibration import fit
+from opar_sim.cli import main
+from opar_sim.replay import replay
+from opar_sim.rundir import load_run
+
+ROOT = Path(__file__).resolve().parents[1]
+SPEC = str(ROOT / "experiments" / "flight_booking.toml")
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory):
+    """A run of a simulated agent with known knobs, standing in for an LLM's record."""
+    spec = tmp_path_factory.mktemp("spec") / "biased.toml"
+    text = (
+        Path(SPEC)
+        .read_text()
+        .replace(
+            '[agent]\nkind = "simulated"',
+            '[agent]\nkind = "simulated"\n[agent.params]\nbias = 0.2\nnoise = 0.05\n'
+            "invalid_format_rate = 0.2",
+        )
+    )
+    spec.write_text(text)
+    out = tmp_path_factory.mktemp("runs") / "biased"
+    assert main(["run", str(spec), "--episodes", "150", "--out", str(out)]) == 0
+    return out
+
+
+def test_calibration_recovers_a_known_bias_and_invalid_rate(recorded):
+    params = fit(load_run(recorded)).params
+    assert params["bias"] == pytest.approx(0.2, abs=0.07)
+    assert params["invalid_format_rate"] == pytest.approx(0.2, abs=0.08)
+    assert params["plan_alpha"] > 0 and params["plan_beta"] > 0
+
+
+def test_calibrate_writes_a_spec_snippet_that_matches_the_record(recorded, capsys):
+    assert main(["calibrate", str(recorded), "--episodes", "600"]) == 0
+    snippet = (recorded / "calibrated.toml").read_text()
+    assert '[agent]\nkind = "simulated"' in snippet and "[agent.params]" in snippet
+    check = json.loads((recorded / "calibration.json").read_text())["check"]
+    assert check["success_within"] and check["steps_within"]
+    assert "calibrated simulation" in capsys.readouterr().out
+
+
+def test_replay_under_the_recorded_controller_changes_nothing(recorded):
+    import controllers
+
+    run = load_run(recorded)
+    replayed = replay(
+        run,
+        lambda: controllers.make(
+            "pid", kp=1.0, ki=0.03, kd=6.0, replan_threshold=1.1, settle_count=2
+        ),
+    )
+    assert {r.verdict for r in replayed} == {"same"}
+    assert [r.outcome for r in replayed] == [e["outcome"] for e in run.episodes]
+
+
+def test_replay_under_another_controller_reports_where_it_departs(recorded, capsys):
+    assert main(["replay", str(recorded), "--controller", "threshold"]) == 0
+    rows = [json.loads(x) for x in (recorded / "replay_threshold.jsonl").read_text().splitlines()]
+    assert len(rows) == 150
+    assert {r["verdict"] for r in rows} <= {"same", "stop", "replan", "continue"}
+    for r in rows:
+        if r["verdict"] == "stop":
+            assert r["outcome"] in ("success", "premature", "gave_up") and r["at_step"] >= 1
+        if r["verdict"] in ("replan", "continue"):
+            assert r["outcome"] is None
+    assert "verdict" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["calibrate", "no/such/run"], "not a run directory"),
+        (["replay", "no/such/run", "--controller", "pid"], "not a run directory"),
+    ],
+)
+def test_bad_run_directories_exit_2_in_one_line(argv, message, capsys):
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1
+
+
+def test_an_unknown_controller_exits_2(recorded, capsys):
+    assert main(["replay", str(recorded), "--controller", "nope"]) == 2
+    assert "unknown controller" in capsys.readouterr().err

