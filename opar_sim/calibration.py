@@ -12,7 +12,14 @@ From a run directory (``steps.jsonl``, and ``calls.jsonl`` when an LLM ran):
   its retry both fail, so the rate is the square root of the share of steps
   without a valid action.
 
-``check`` then runs the fitted simulated agent on the recorded task,
+The direct estimate of bias assumes what the simulated agent assumes: that
+δ_task tracks the visible progress.  A small model often does not (it repeats
+one number), and a simulated agent with that bias then stops at different
+steps.  ``refine`` therefore re-fits bias and noise by simulated moments: a
+grid search matching the recorded mean δ_task, mean steps and success rate
+on seeded simulated episodes.
+
+``check`` then runs the fitted simulated agent on fresh seeds on the recorded task,
 controller and limits, and compares its success rate and mean steps with the
 recorded run's 95 % intervals.
 """
@@ -218,3 +225,69 @@ def check(
         simulated_steps=steps / episodes,
         episodes=episodes,
     )
+
+
+BIAS_GRID = tuple(float(b) for b in np.round(np.linspace(-0.6, 0.6, 25), 3))
+NOISE_GRID = (0.02, 0.05, 0.1, 0.2, 0.3)
+
+
+def _simulate(
+    spec: ExperimentSpec, params: dict[str, Any], episodes: int, seed: int
+) -> tuple[float, float, float]:
+    """(success rate, mean steps, mean δ_task) of the simulated agent with ``params``."""
+    data = spec.model_dump()
+    data["agent"] = {"kind": "simulated", "params": params}
+    parts = build(ExperimentSpec.model_validate(data))
+    make_controller = parts.controllers[0][1]
+    task, agent = parts.make_task(), parts.make_agent()
+    wins = steps = 0
+    delta_sum, delta_n = 0.0, 0
+    for i in range(episodes):
+        result = run_episode(task, agent, make_controller(), parts.limits, episode_seed(seed, i))
+        wins += result.success
+        steps += len(result.steps)
+        for rec in result.steps:
+            if rec.evaluation is not None:
+                delta_sum += rec.evaluation.delta_task
+                delta_n += 1
+    return wins / episodes, steps / episodes, delta_sum / max(delta_n, 1)
+
+
+def refine(run: RecordedRun, calibration: Calibration, episodes: int = 300) -> Calibration:
+    """Re-fit bias and noise by simulated moments (see the module docstring)."""
+    recorded = [e for e in run.episodes if e["controller"] == run.spec.controller_list()[0].name]
+    n = len(recorded)
+    success = sum(bool(e["success"]) for e in recorded) / n
+    steps = np.array([float(e["steps"]) for e in recorded])
+    deltas = [float(r["delta_task"]) for r in run.steps if r["delta_task"] is not None]
+    delta = float(np.mean(deltas)) if deltas else 0.5
+    # scales: the standard errors of the recorded moments, floored so none is ignored
+    steps_se = max(float(steps.std(ddof=1)) / math.sqrt(n) if n > 1 else 0.0, 0.25)
+    success_se = max(math.sqrt(success * (1 - success) / n), 0.5 / n)
+    best: tuple[float, float, float] | None = None
+    for bias in BIAS_GRID:
+        for noise in NOISE_GRID:
+            trial = calibration.params | {"bias": bias, "noise": noise}
+            s_rate, s_steps, s_delta = _simulate(run.spec, trial, episodes, seed=7)
+            loss = (
+                ((s_delta - delta) / 0.2) ** 2  # a coarse level: outcomes hinge on thresholds
+                + ((s_steps - float(steps.mean())) / steps_se) ** 2
+                + ((s_rate - success) / success_se) ** 2
+            )
+            if best is None or loss < best[0]:
+                best = (loss, bias, noise)
+    assert best is not None
+    _, bias, noise = best
+    evidence = dict(calibration.evidence)
+    direct_bias, direct_noise = calibration.params.get("bias"), calibration.params.get("noise")
+    evidence["bias"] = (
+        f"simulated moments (mean δ_task {delta:.2f}, steps, success); direct estimate "
+        f"{direct_bias if direct_bias is None else round(direct_bias, 3)}"
+    )
+    evidence["noise"] = (
+        f"simulated moments; direct estimate "
+        f"{direct_noise if direct_noise is None else round(direct_noise, 3)}"
+    )
+    params = calibration.params | {"bias": bias, "noise": noise}
+    ordered = {k: params[k] for k in SimulatedAgentParams.model_fields if k in params}
+    return Calibration(ordered, evidence)

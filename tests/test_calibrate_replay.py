@@ -7,10 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from opar_sim.calibration import fit
+from opar_sim.calibration import check, fit, refine
 from opar_sim.cli import main
 from opar_sim.replay import replay
 from opar_sim.rundir import load_run
+from opar_sim.spec import ControllerSpec
 
 ROOT = Path(__file__).resolve().parents[1]
 SPEC = str(ROOT / "experiments" / "flight_booking.toml")
@@ -43,12 +44,32 @@ def test_calibration_recovers_a_known_bias_and_invalid_rate(recorded):
 
 
 def test_calibrate_writes_a_spec_snippet_that_matches_the_record(recorded, capsys):
-    assert main(["calibrate", str(recorded), "--episodes", "600"]) == 0
+    # the record comes from a simulated agent, so the direct estimates hold without refinement
+    assert main(["calibrate", str(recorded), "--episodes", "600", "--direct"]) == 0
     snippet = (recorded / "calibrated.toml").read_text()
     assert '[agent]\nkind = "simulated"' in snippet and "[agent.params]" in snippet
     check = json.loads((recorded / "calibration.json").read_text())["check"]
     assert check["success_within"] and check["steps_within"]
     assert "calibrated simulation" in capsys.readouterr().out
+
+
+def test_refinement_matches_a_self_assessment_that_ignores_progress(recorded):
+    """A model that always reports δ_task = 0.5 never trips a 0.9 threshold: neither may the fit."""
+    run = load_run(recorded)
+    for row in run.steps:
+        row["delta_task"] = 0.5
+    run.spec = run.spec.model_copy(
+        update={"controller": ControllerSpec(name="threshold"), "compare": []}
+    )
+    for row in run.episodes:
+        row["controller"] = "threshold"
+        row["success"], row["steps"] = False, 20
+    direct = fit(run)
+    refined = refine(run, direct, episodes=40)
+    assert refined.params["bias"] < direct.params["bias"]
+    before, after = check(run, direct, episodes=200), check(run, refined, episodes=200)
+    assert after.simulated_success < before.simulated_success
+    assert before.simulated_steps < after.simulated_steps  # closer to the recorded 20
 
 
 def test_replay_under_the_recorded_controller_changes_nothing(recorded):

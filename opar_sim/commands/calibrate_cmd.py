@@ -13,7 +13,7 @@ import json
 
 from rich.console import Console
 
-from opar_sim.calibration import check, fit
+from opar_sim.calibration import check, fit, refine
 from opar_sim.commands.common import int_at_least
 from opar_sim.rundir import load_run
 
@@ -30,11 +30,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="simulated episodes for the check (default 1000)",
     )
     parser.add_argument("--seed", type=int_at_least(0), default=0, help="seed of the check")
+    parser.add_argument(
+        "--direct",
+        action="store_true",
+        help="keep the direct estimates of bias and noise (no simulated-moments refinement)",
+    )
 
 
 def run(args: argparse.Namespace, console: Console) -> int:
     recorded = load_run(args.rundir)
     calibration = fit(recorded)
+    if not args.direct:
+        calibration = refine(recorded, calibration)
     snippet = calibration.to_toml(str(recorded.path))
     result = check(recorded, calibration, args.episodes, args.seed)
     (recorded.path / "calibrated.toml").write_text(snippet, encoding="utf-8")

@@ -10,6 +10,7 @@ first use, so the simulated path never pays for it.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import importlib.util
 import os
@@ -109,7 +110,14 @@ class LlamaCppBackend(BackendBase):
                 )
         except (ValueError, RuntimeError) as exc:
             raise BackendUnavailable(f"cannot load {path}: {exc}") from None
+        atexit.register(self.close)  # freed before interpreter teardown, not in __del__
         return self._llama
+
+    def close(self) -> None:
+        """Free the model (it is loaded again on the next call)."""
+        llama, self._llama = self._llama, None
+        if llama is not None:
+            llama.close()
 
     def complete_raw(
         self,

@@ -97,8 +97,9 @@ def evaluate_messages(
         "delta_act (did the last action work, 0 to 1), delta_plan (how much the world "
         "drifted from the plan, 0 to 1), confidence (0 to 1), sufficient (is the goal met), "
         "missing (information still missing), next_action (a tool name, or stop). "
-        'JSON like {"critique": "...", "delta_task": 0.5, "delta_act": 1.0, "delta_plan": 0.0, '
-        '"confidence": 0.6, "sufficient": false, "missing": [], "next_action": "TOOL"}'
+        "Numbers are your own estimates, not copied from anywhere. JSON with exactly these "
+        "keys: critique, delta_task, delta_act, delta_plan, confidence, sufficient, missing, "
+        "next_action."
     )
     return [system, {"role": "user", "content": ask}]
 
