@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 from llm_fakes import Responder, action_reply, evaluation_reply, plan_reply
 
@@ -192,3 +196,22 @@ def test_a_spec_with_an_llm_agent_builds_an_llm_agent(monkeypatch):
 def test_bad_llm_settings_name_the_key(agent, message):
     with pytest.raises(SpecError, match=message):
         parse_spec(spec(agent))
+
+
+def test_agent_llm_on_a_simulated_spec_uses_the_embedded_model_by_default():
+    from opar_sim.llm.llamacpp_backend import LlamaCppBackend
+    from opar_sim.spec import load_spec, with_overrides
+
+    path = Path(__file__).resolve().parents[1] / "experiments" / "weather.toml"
+    agent = build(with_overrides(load_spec(path), agent="llm")).make_agent()
+    assert isinstance(agent, LLMAgent) and isinstance(agent.backend, LlamaCppBackend)
+    assert agent.backend.model == "smollm2" and agent.evaluator is agent.backend
+
+
+def test_the_simulated_path_never_imports_an_llm_client():
+    code = (
+        "import sys, opar_sim.cli, opar_sim.runner, opar_sim.spec;"
+        "print(sorted(m for m in ('ollama', 'httpx', 'llama_cpp') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

@@ -22,6 +22,7 @@ def print_llm_costs(out: Path, console: Console) -> None:
         f"({s['completion_tokens_per_step']:.0f} generated), "
         f"{s['wall_seconds_per_step']:.2f} s/step wall "
         f"({s['model_seconds_per_step']:.2f} s in the model), "
-        f"{100 * s['overhead_share']:.2f}% of wall time outside model calls; "
+        f"{100 * s['overhead_share']:.2f}% of wall time outside model calls "
+        f"({100 * s['outside_model_share']:.2f}% outside the model's own time); "
         f"plan cache hits {s['plan_cache_hits']}; errors {s['errors'] or 'none'}"
     )

@@ -87,7 +87,10 @@ class CallLog:
             "sim_seconds_per_step": self.sim_seconds / steps,
             "wall_seconds": wall,
             "model_call_wall_seconds": self.call_wall_seconds,
+            # the loop's own share: wall time outside backend calls (prompting, validation,
+            # simulation, files); and outside the model's reported time (adds HTTP and JSON)
             "overhead_share": max(0.0, 1.0 - self.call_wall_seconds / wall) if wall else 0.0,
+            "outside_model_share": max(0.0, 1.0 - self.model_seconds / wall) if wall else 0.0,
         }
 
     def close(self) -> dict[str, Any]:
