@@ -206,3 +206,5 @@ def test_an_unreachable_ollama_ends_episodes_as_backend_unavailable(tmp_path, mo
         json.loads(x) for x in (tmp_path / "run" / "episodes.jsonl").read_text().splitlines()
     ]
     assert episode["outcome"] == "error:backend_unavailable"
+    summary = json.loads((tmp_path / "run" / "llm.json").read_text())
+    assert "ollama serve" in summary["backend_failure"]

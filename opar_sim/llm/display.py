@@ -26,3 +26,5 @@ def print_llm_costs(out: Path, console: Console) -> None:
         f"({100 * s['outside_model_share']:.2f}% outside the model's own time); "
         f"plan cache hits {s['plan_cache_hits']}; errors {s['errors'] or 'none'}"
     )
+    if s.get("backend_failure"):
+        console.print(f"[red]backend failure[/]: {s['backend_failure']}", highlight=False)

@@ -40,6 +40,7 @@ class CallLog:
         self.call_wall_seconds = 0.0
         self.invalid: Counter[str] = Counter()
         self.phase_calls: Counter[str] = Counter()
+        self.backend_failure: str | None = None  # the first, with what to do about it
 
     def add(self, result: EpisodeResult, wall_seconds: float) -> None:
         """Log the calls of a finished episode that took ``wall_seconds`` to run."""
@@ -64,6 +65,8 @@ class CallLog:
             self.call_wall_seconds += float(call.get("wall_seconds") or 0.0)
             if call.get("error"):
                 self.invalid[f"{phase}:{call['error']}"] += 1
+            if call.get("message") and self.backend_failure is None:
+                self.backend_failure = str(call["message"])
         self._file.write("".join(lines))
         self._file.flush()
 
@@ -79,6 +82,7 @@ class CallLog:
             "plan_cache_hits": t["cache_hits"],
             "calls_per_phase": dict(sorted(self.phase_calls.items())),
             "errors": dict(sorted(self.invalid.items())),
+            "backend_failure": self.backend_failure,
             "prompt_tokens_per_step": t["prompt_tokens"] / steps,
             "completion_tokens_per_step": t["completion_tokens"] / steps,
             "tokens_per_step": (t["prompt_tokens"] + t["completion_tokens"]) / steps,
