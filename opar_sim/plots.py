@@ -16,7 +16,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 
-def _padded(series: Sequence[Sequence[float]]) -> np.ndarray:
+def padded(series: Sequence[Sequence[float] | np.ndarray]) -> np.ndarray:
     """Stack ragged per-episode series, holding each one's last value."""
     length = max((len(s) for s in series), default=0)
     out = np.zeros((len(series), length + 1))
@@ -37,14 +37,14 @@ def convergence_figure(
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     for k, name in enumerate(progress):
         color = colors[k % len(colors)]
-        true = _padded(progress[name])
+        true = padded(progress[name])
         if true.shape[1] == 0:
             continue
         steps = np.arange(true.shape[1])
         q25, med, q75 = np.percentile(true, [25, 50, 75], axis=0)
         ax.fill_between(steps, q25, q75, color=color, alpha=0.2, linewidth=0)
         ax.plot(steps, med, color=color, lw=2, label=f"{name}: true progress (median, IQR)")
-        est = _padded(estimate.get(name, []))
+        est = padded(estimate.get(name, []))
         if est.shape[1]:
             ax.plot(
                 np.arange(est.shape[1]),
@@ -65,8 +65,11 @@ def convergence_figure(
 
 
 def save(fig: Figure, path_stem: str) -> list[str]:
-    """Save a figure as PNG (and close it); return the paths written."""
-    png = f"{path_stem}.png"
+    """Save a figure as PNG and SVG (and close it); return the paths written."""
+    png, svg = f"{path_stem}.png", f"{path_stem}.svg"
     fig.savefig(png, dpi=110)
+    # no creation date and a fixed id salt: the same figure gives the same bytes
+    with plt.rc_context({"svg.hashsalt": "opar-sim"}):
+        fig.savefig(svg, metadata={"Date": None})
     plt.close(fig)
-    return [png]
+    return [png, svg]

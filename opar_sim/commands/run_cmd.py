@@ -20,8 +20,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--controller", help="use this registered controller (see `list`)")
 
 
-def execute(spec: ExperimentSpec, args: argparse.Namespace, console: Console) -> RunResult:
-    """Run ``spec`` with a progress bar and print its tables; shared with ``compare``."""
+def execute(
+    spec: ExperimentSpec, args: argparse.Namespace, console: Console, *, tables: bool = True
+) -> RunResult:
+    """Run ``spec`` with a progress bar and print its tables; shared with ``compare``.
+
+    ``compare`` passes ``tables=False`` and prints its own comparison table.
+    """
     out = args.out or default_out(spec.name)
     prepare_out_dir(out)
     names = [c.name for c in spec.controller_list()]
@@ -32,8 +37,9 @@ def execute(spec: ExperimentSpec, args: argparse.Namespace, console: Console) ->
     with progress_bar(console) as bar:
         job = bar.add_task(spec.name, total=spec.episodes * len(names))
         result = run_experiment(spec, out, on_episode=lambda _r: bar.advance(job))
-    console.print(summary_table(result.summary, f"{spec.name}: means per episode"))
-    console.print(outcome_table(result.summary))
+    if tables:
+        console.print(summary_table(result.summary, f"{spec.name}: means per episode"))
+        console.print(outcome_table(result.summary))
     console.print(f"run directory: [green]{result.out}[/]")
     for figure in result.figures:
         console.print(f"figure: [green]{figure}[/]")

@@ -1,0 +1,156 @@
+"""Read a run directory back: the spec, the episode rows, and steps grouped per episode.
+
+``steps.jsonl`` can be large, so it is streamed: an episode's steps are
+written together (sub-agents' after the parent's), and ``iter_traces``
+groups them in one pass, yielding each episode's trajectory as a few compact
+arrays before reading the next.  Only one episode's rows are held as dicts at
+a time.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from opar_sim.frames import to_frame
+from opar_sim.spec import ExperimentSpec
+
+FloatArray = npt.NDArray[np.float64]
+
+
+class RunDirError(ValueError):
+    """The path is not a readable run directory."""
+
+
+def check_run_dir(path: Path) -> Path:
+    """``path`` if it holds a run (episodes.jsonl and steps.jsonl), else RunDirError."""
+    if not path.is_dir():
+        raise RunDirError(f"run directory not found: {path}")
+    for name in ("episodes.jsonl", "steps.jsonl"):
+        if not (path / name).is_file():
+            raise RunDirError(f"{path} is not a run directory: {name} is missing")
+    return path
+
+
+def read_spec(path: Path) -> ExperimentSpec | None:
+    """The run's resolved spec, or None when spec.json is missing or from another version."""
+    file = path / "spec.json"
+    if not file.is_file():
+        return None
+    try:
+        return ExperimentSpec.model_validate_json(file.read_text(encoding="utf-8"))
+    except ValueError:
+        return None
+
+
+def _rows(file: Path) -> Iterator[dict[str, Any]]:
+    with open(file, encoding="utf-8") as handle:
+        for number, line in enumerate(handle, 1):
+            if not line.strip():
+                continue
+            try:
+                yield json.loads(line)
+            except json.JSONDecodeError:
+                raise RunDirError(f"{file}:{number}: not a JSON line") from None
+
+
+def iter_episodes(path: Path) -> Iterator[dict[str, Any]]:
+    """The rows of episodes.jsonl, in file order."""
+    yield from _rows(path / "episodes.jsonl")
+
+
+@dataclass(slots=True)
+class EpisodeTrace:
+    """One agent's trajectory in one episode, as arrays over its steps."""
+
+    controller: str
+    episode: int
+    agent: str
+    step: npt.NDArray[np.int64]
+    time: FloatArray  # simulated seconds at the end of each step
+    progress: FloatArray  # true hidden progress
+    estimate: FloatArray  # the agent's δ_task (NaN where it made no evaluation)
+    signals: list[str | None]
+    actions: list[str | None]
+    terms: dict[str, FloatArray] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.step)
+
+    def to_frame(self) -> Any:
+        """One row per step (needs pandas)."""
+        rows = []
+        for k in range(len(self)):
+            row: dict[str, Any] = {
+                "step": int(self.step[k]),
+                "time": float(self.time[k]),
+                "progress": float(self.progress[k]),
+                "delta_task": float(self.estimate[k]),
+                "signal": self.signals[k],
+                "action": self.actions[k],
+            }
+            row.update({name: float(v[k]) for name, v in self.terms.items()})
+            rows.append(row)
+        return to_frame(rows)
+
+
+def _trace(rows: list[dict[str, Any]]) -> EpisodeTrace:
+    first = rows[0]
+    names = sorted({name for r in rows for name in (r.get("terms") or {})})
+    terms = {
+        name: np.array([(r.get("terms") or {}).get(name, math.nan) for r in rows], float)
+        for name in names
+    }
+    return EpisodeTrace(
+        controller=str(first.get("controller", "")),
+        episode=int(first["episode"]),
+        agent=str(first.get("agent", "")),
+        step=np.array([int(r["step"]) for r in rows], dtype=np.int64),
+        time=np.array([float(r["time"]) for r in rows], float),
+        progress=np.array([float(r["progress"]) for r in rows], float),
+        estimate=np.array(
+            [math.nan if r.get("delta_task") is None else float(r["delta_task"]) for r in rows],
+            float,
+        ),
+        signals=[r.get("signal") for r in rows],
+        actions=[r.get("action") for r in rows],
+        terms=terms,
+    )
+
+
+def iter_traces(path: Path, *, sub_agents: bool = False) -> Iterator[EpisodeTrace]:
+    """Each episode's trajectory, streamed from steps.jsonl in one pass.
+
+    The first agent block of an episode is the episode's own agent; the
+    blocks that follow it (sub-agents of a nested run) are skipped unless
+    ``sub_agents``.
+    """
+    block: list[dict[str, Any]] = []
+    key: tuple[str, int, str] | None = None
+    seen: tuple[str, int] | None = None
+    for row in _rows(path / "steps.jsonl"):
+        row_key = (str(row.get("controller", "")), int(row["episode"]), str(row.get("agent", "")))
+        if row_key != key and block:
+            if sub_agents or seen != (block[0].get("controller", ""), block[0]["episode"]):
+                yield _trace(block)
+            seen = (str(block[0].get("controller", "")), int(block[0]["episode"]))
+            block = []
+        key = row_key
+        block.append(row)
+    if block and (sub_agents or seen != (block[0].get("controller", ""), block[0]["episode"])):
+        yield _trace(block)
+
+
+def find_trace(path: Path, controller: str, episode: int) -> EpisodeTrace | None:
+    """The trajectory of one episode of one controller, or None."""
+    for trace in iter_traces(path):
+        if trace.controller == controller and trace.episode == episode:
+            return trace
+    return None
