@@ -87,7 +87,7 @@ def render_report(
         )
     parts.append("<h2>The spec</h2>")
     if spec is not None:
-        parts.append(f"<pre>{html.escape(spec.model_dump_json(indent=2))}</pre>")
+        parts.append(f"<pre>{html.escape(spec.model_dump_json(indent=2), quote=False)}</pre>")
     else:
         parts.append("<p>spec.json is missing or unreadable.</p>")
     parts.append(f"<h2>Run directory</h2><p><code>{html.escape(str(analysis.path))}</code></p>")
