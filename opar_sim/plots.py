@@ -145,3 +145,48 @@ def _sweep_heatmaps(
         fig.colorbar(image, ax=ax, label=label)
     fig.suptitle(f"{title} ({controller})")
     return fig
+
+
+def tune_history(numbers: Sequence[int], scores: Sequence[float], title: str) -> Figure:
+    """Each trial's objective and the best so far."""
+    fig, ax = plt.subplots(figsize=(8, 4.2), layout="constrained")
+    ax.scatter(numbers, scores, s=14, color="tab:blue", alpha=0.7, label="trial objective")
+    ax.step(
+        numbers,
+        np.minimum.accumulate(np.asarray(scores)),
+        where="post",
+        color="tab:red",
+        label="best so far",
+    )
+    ax.set_xlabel("trial")
+    ax.set_ylabel("objective on training seeds (lower is better)")
+    ax.set_title(title)
+    ax.grid(alpha=0.3)
+    ax.legend()
+    return fig
+
+
+def tune_landscape(
+    x: Sequence[float],
+    y: Sequence[float],
+    scores: Sequence[float],
+    names: tuple[str, str],
+    best: tuple[float, float],
+    title: str,
+) -> Figure:
+    """The objective over the two most important parameters, one point per trial."""
+    fig, ax = plt.subplots(figsize=(7, 5), layout="constrained")
+    points = ax.scatter(x, y, c=scores, cmap="viridis_r", s=36, edgecolors="k", linewidths=0.3)
+    ax.scatter(
+        [best[0]], [best[1]], marker="*", s=260, color="tab:red", edgecolors="k", label="best"
+    )
+    fig.colorbar(points, ax=ax, label="objective (lower is better)")
+    ax.set_xlabel(names[0])
+    ax.set_ylabel(names[1])
+    if min(x) > 0 and max(x) / min(x) > 20:
+        ax.set_xscale("log")
+    if min(y) > 0 and max(y) / min(y) > 20:
+        ax.set_yscale("log")
+    ax.set_title(title)
+    ax.legend(loc="best")
+    return fig

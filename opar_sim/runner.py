@@ -72,7 +72,7 @@ def run_experiment(
         open(out / "episodes.jsonl", "a", encoding="utf-8") as episodes_file,
         open(out / "steps.jsonl", "a", encoding="utf-8") as steps_file,
     ):
-        for result in _in_order(executor or SerialExecutor(), chunks, 2 * parallelism + 1):
+        for result in run_in_order(executor or SerialExecutor(), chunks, 2 * parallelism + 1):
             steps_file.write(result.steps)
             steps_file.flush()
             episodes_file.write(result.episodes)
@@ -101,7 +101,7 @@ def finish_run(
     return RunResult(out, table, written, resumed_from)
 
 
-def _in_order(executor: Executor, chunks: list[Chunk], in_flight: int) -> Iterator[ChunkResult]:
+def run_in_order(executor: Executor, chunks: list[Chunk], in_flight: int) -> Iterator[ChunkResult]:
     """Run chunks on ``executor`` keeping at most ``in_flight`` pending; yield them in order."""
     pending: dict[Future[ChunkResult], int] = {}
     ready: dict[int, ChunkResult] = {}

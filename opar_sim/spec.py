@@ -24,6 +24,7 @@ from opar_sim.agents.base import Agent
 from opar_sim.agents.simulated import SimulatedAgent, SimulatedAgentParams
 from opar_sim.loop import Limits
 from opar_sim.sweep import SweepAxis, SweepPoint, grid
+from opar_sim.tuning import TuneSpec
 
 
 class SpecError(ValueError):
@@ -72,6 +73,9 @@ class ExperimentSpec(_Strict):
     limits: LimitsSpec = Field(default_factory=LimitsSpec)
     sweep: dict[str, SweepAxis] = Field(
         default_factory=dict, description="dotted spec path -> values, for `opar-sim sweep`"
+    )
+    tune: TuneSpec | None = Field(
+        None, description="search space and objective, for `opar-sim tune`"
     )
 
     def controller_list(self) -> list[ControllerSpec]:

@@ -31,7 +31,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
         f"[bold]{spec.name}[/]: {len(points)} points × {per_point} episodes, seed {spec.seed}, "
         f"{config.kind} executor with {config.parallelism} worker(s)"
     )
-    with open_executor(config) as executor, progress_bar(console) as bar:
+    with open_executor(config) as executor, progress_bar(console, unit="") as bar:
         point_job = bar.add_task("points", total=len(points))
         episode_job = bar.add_task("episodes", total=len(points) * per_point)
         started = [0]
