@@ -33,6 +33,7 @@ class ParamRange(BaseModel):
     low: float
     high: float
     log: bool = False
+    integer: bool = False  # search whole numbers only (e.g. settle_count)
 
     @model_validator(mode="after")
     def _ordered(self) -> ParamRange:
@@ -134,8 +135,12 @@ def tune(
     trials: list[Trial] = []
     for _ in range(spec.trials):
         trial = study.ask()
-        params = {
-            path: trial.suggest_float(path, r.low, r.high, log=r.log)
+        params: dict[str, float] = {
+            path: (
+                trial.suggest_int(path, math.ceil(r.low), math.floor(r.high), log=r.log)
+                if r.integer
+                else trial.suggest_float(path, r.low, r.high, log=r.log)
+            )
             for path, r in spec.space.items()
         }
         rows = evaluate(params, spec.train_episodes, seed)
@@ -227,7 +232,8 @@ def toml_snippet(params: Mapping[str, float]) -> str:
     tables: dict[str, list[str]] = {}
     for path, value in params.items():
         table, _, key = path.rpartition(".")
-        tables.setdefault(table, []).append(f"{key} = {value:.6g}")
+        text = str(value) if isinstance(value, int) else f"{value:.6g}"
+        tables.setdefault(table, []).append(f"{key} = {text}")
     return "\n\n".join(f"[{t}]\n" + "\n".join(lines) for t, lines in tables.items()) + "\n"
 
 

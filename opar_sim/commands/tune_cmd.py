@@ -55,7 +55,10 @@ def run(args: argparse.Namespace, console: Console) -> int:
     config = executor_config(args)
     # every trial must be a valid spec: check the corners of the space first
     for corner in ("low", "high"):
-        params = {p: getattr(r, corner) for p, r in settings.space.items()}
+        params = {
+            p: int(getattr(r, corner)) if r.integer else getattr(r, corner)
+            for p, r in settings.space.items()
+        }
         parse_spec(apply_params(data, params), f"{args.spec} [tune.space] at {corner}")
     console.print(
         f"[bold]{spec.name}[/]: {settings.trials} trials ({settings.sampler}) × "
