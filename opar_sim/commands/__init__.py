@@ -6,8 +6,24 @@ A command module defines ``NAME``, ``HELP``, ``add_arguments(parser)`` and
 
 from types import ModuleType
 
-from opar_sim.commands import compare_cmd, list_cmd, plot_cmd, report_cmd, run_cmd
+from opar_sim.commands import (
+    compare_cmd,
+    list_cmd,
+    plot_cmd,
+    report_cmd,
+    run_cmd,
+    sweep_cmd,
+    tune_cmd,
+)
 
-COMMANDS: tuple[ModuleType, ...] = (run_cmd, list_cmd, compare_cmd, plot_cmd, report_cmd)
+COMMANDS: tuple[ModuleType, ...] = (
+    run_cmd,
+    sweep_cmd,
+    tune_cmd,
+    compare_cmd,
+    plot_cmd,
+    report_cmd,
+    list_cmd,
+)
 
 __all__ = ["COMMANDS"]
