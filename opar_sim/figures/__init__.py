@@ -15,7 +15,13 @@ import controllers
 from opar_sim.analysis import RunAnalysis
 from opar_sim.figures.convergence import convergence_figure
 from opar_sim.figures.outcomes import outcomes_figure, pareto_figure
-from opar_sim.figures.signals import most_replanning, phase_figure, pid_terms_figure, raster_figure
+from opar_sim.figures.signals import (
+    RASTER_EPISODES,
+    most_replanning,
+    phase_figure,
+    pid_terms_figure,
+    raster_figure,
+)
 from opar_sim.plots import save
 from opar_sim.rundir import EpisodeTrace, find_trace
 
@@ -98,7 +104,8 @@ def build_figures(
             analysis.traces, f"{name}: convergence (first {min(n, _kept(analysis))} episodes)"
         ),
         "signals": raster_figure(
-            analysis.traces, f"{name}: Reflect decisions per episode and step"
+            analysis.traces,
+            f"{name}: Reflect decisions per step (first {RASTER_EPISODES} episodes each)",
         ),
         "phase": phase_figure(analysis.traces, f"{name}: phase portrait of the estimated error"),
         "outcomes": outcomes_figure(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 from matplotlib.figure import Figure
@@ -94,16 +95,47 @@ def pareto_figure(metrics: Mapping[str, ControllerMetrics], title: str) -> Figur
         mec="0.2",
         label="Pareto front (not beaten on both)",
     )
-    for k, (n, c, s) in enumerate(zip(names, cost, success, strict=True)):
-        ax.annotate(
-            n, (c, s), xytext=(9, 9 if k % 2 == 0 else -14), textcoords="offset points", fontsize=9
-        )
+    ax.margins(x=0.15, y=0.12)
+    _label_points(ax, names, cost, success)
     ax.set_xlabel("mean tokens per episode (cost)")
     ax.set_ylabel("success rate (Wilson 95 % interval)")
     ax.yaxis.set_major_formatter("{x:.0%}")
     ax.xaxis.set_major_formatter("{x:,.0f}")
-    ax.margins(x=0.15, y=0.12)
     ax.grid(alpha=0.3)
     ax.set_title(title)
     ax.legend(fontsize=8, loc="best")
     return fig
+
+
+# label offsets in points, tried in order until a label overlaps no earlier label
+_OFFSETS = [(9, 7), (9, -15), (-9, 7), (-9, -15), (9, 19), (9, -27), (-9, 19), (-9, -27)]
+
+
+def _label_points(ax: Any, names: Sequence[str], xs: Sequence[float], ys: Sequence[float]) -> None:
+    """Name each point, choosing for each the first offset whose text box is free."""
+    ax.autoscale_view()
+    to_px = ax.transData.transform
+    scale = ax.figure.dpi / 72
+    taken: list[tuple[float, float, float, float]] = []
+    for name, x, y in zip(names, xs, ys, strict=True):
+        px, py = to_px((x, y))
+        width, height = 6.2 * len(name) * scale, 11 * scale
+        for dx, dy in _OFFSETS:
+            left = px + dx * scale if dx > 0 else px + dx * scale - width
+            box = (left, py + dy * scale, left + width, py + dy * scale + height)
+            if not any(_overlap(box, other) for other in taken):
+                break
+        taken.append(box)
+        ax.annotate(
+            name,
+            (x, y),
+            xytext=(dx, dy),
+            textcoords="offset points",
+            ha="left" if dx > 0 else "right",
+            va="bottom",
+            fontsize=9,
+        )
+
+
+def _overlap(a: tuple[float, float, float, float], b: tuple[float, float, float, float]) -> bool:
+    return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]

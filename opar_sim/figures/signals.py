@@ -135,9 +135,7 @@ def phase_figure(traces: Mapping[str, Sequence[EpisodeTrace]], title: str) -> Fi
     names = [n for n, ts in traces.items() if ts]
     cols = min(3, max(len(names), 1))
     rows = math.ceil(max(len(names), 1) / cols)
-    fig, axes = new_figure(
-        rows, cols, figsize=(4.2 * cols, 3.8 * rows + 0.4), sharex=True, sharey=True
-    )
+    fig, axes = new_figure(rows, cols, figsize=(4.2 * cols, 3.8 * rows + 0.4), sharey=True)
     axes = np.atleast_1d(axes).ravel()
     colors = controller_colors(list(traces))
     for ax, name in zip(axes, names, strict=False):
@@ -156,8 +154,8 @@ def phase_figure(traces: Mapping[str, Sequence[EpisodeTrace]], title: str) -> Fi
     for ax in axes[len(names) :]:
         ax.set_visible(False)
     for ax in axes[: len(names)]:
-        if ax.get_subplotspec().is_last_row() or len(names) <= cols:
-            ax.set_xlabel("error e = 1 − δ_task")
+        ax.set_xlim(-0.05, 1.05)
+        ax.set_xlabel("error e = 1 − δ_task")
         if ax.get_subplotspec().is_first_col():
             ax.set_ylabel("error trend Δe per step")
     fig.legend(
