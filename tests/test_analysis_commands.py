@@ -37,6 +37,7 @@ def compared(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
         "12",
         "--out",
         str(out),
+        "--detail",
     ]
     buffer = io.StringIO()
     with contextlib.redirect_stdout(buffer):
@@ -47,6 +48,7 @@ def compared(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
 def test_compare_prints_one_table_with_the_oscillation_and_stopping_columns(compared):
     out, printed = compared
     assert printed.count("controllers compared") == 1
+    assert printed.count("convergence and oscillation") == 1  # --detail
     assert "pid" in printed and "threshold" in printed
     table = comparison_table(analyze(out))
     assert table.columns == [

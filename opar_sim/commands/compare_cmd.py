@@ -11,7 +11,7 @@ from opar_sim.commands.common import UsageError, add_run_flags, int_at_least
 from opar_sim.commands.run_cmd import execute
 from opar_sim.figures import write_figures
 from opar_sim.spec import ExperimentSpec, load_spec, parse_spec, with_overrides
-from opar_sim.tables import comparison_table
+from opar_sim.tables import comparison_table, response_table
 
 NAME = "compare"
 HELP = "run several controllers on the same seeds, print one table and write the figures"
@@ -23,6 +23,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--controllers",
         help="comma-separated registered controllers, e.g. pid,threshold,oracle "
         "(default: the spec's [[compare]] list)",
+    )
+    parser.add_argument(
+        "--detail",
+        action="store_true",
+        help="also print the step-response and oscillation table (rise, settling, gap, ζ)",
     )
     parser.add_argument(
         "--thrash-k",
@@ -55,6 +60,8 @@ def run(args: argparse.Namespace, console: Console) -> int:
     result = execute(spec, args, console, tables=False)
     analysis = analyze(result.out, thrash_k=args.thrash_k)
     console.print(comparison_table(analysis).to_rich())
+    if args.detail:
+        console.print(response_table(analysis).to_rich())
     metrics = write_metrics(analysis, result.out / "metrics.json")
     console.print(f"metrics: [green]{metrics}[/]")
     for figure in write_figures(analysis):
