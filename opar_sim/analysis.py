@@ -234,6 +234,12 @@ class RunAnalysis:
         """One row per episode (needs pandas)."""
         return to_frame([e.row() for e in self.episodes])
 
+    def plot(self, *, controller: str | None = None, episode: int | None = None) -> Any:
+        """Every figure of the run (a ``FigureSet``: ``.figures`` by name, ``.save(dir)``)."""
+        from opar_sim.figures import build_figures  # the figures import this module
+
+        return build_figures(self, controller=controller, episode=episode)
+
 
 def analyze(path: Path, *, thrash_k: int = 2, keep: int = 300, seed: int = 0) -> RunAnalysis:
     """Measure every episode of the run in ``path`` (RunDirError if it is not one)."""

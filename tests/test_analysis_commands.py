@@ -117,6 +117,22 @@ def test_analysis_frames_have_one_row_per_controller_and_per_episode(compared):
     assert len(analysis.episodes_frame()) == 24
 
 
+def test_the_analysis_keeps_only_a_few_trajectories_but_measures_every_episode(compared):
+    out, _ = compared
+    analysis = analyze(out, keep=3)
+    assert [len(ts) for ts in analysis.traces.values()] == [3, 3]
+    assert [m.episodes for m in analysis.controllers.values()] == [12, 12]
+
+
+def test_the_analysis_plots_its_figures_without_saving_them(compared):
+    out, _ = compared
+    figure_set = analyze(out).plot(controller="pid")
+    figures = figure_set.figures
+    assert set(figures) == set(FIGURES)
+    assert figures["pid_terms"].axes[1].get_ylabel() == "term value (dimensionless)"
+    figure_set.close()
+
+
 def test_plot_rebuilds_the_figures_without_rerunning(compared, tmp_path):
     out, _ = compared
     before = (out / "steps.jsonl").read_bytes()

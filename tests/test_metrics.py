@@ -111,3 +111,10 @@ def test_an_episode_response_starts_from_zero_at_time_zero():
     frame = r.to_frame()
     assert list(frame.index) == ["true", "estimate"]
     assert frame.loc["true", "settling_time"] == 20.0
+
+
+def test_step_info_rejects_mismatched_or_decreasing_times():
+    with pytest.raises(ValueError, match="one length"):
+        step_info([0.0, 1.0], [0.0])
+    with pytest.raises(ValueError, match="must not decrease"):
+        step_info([0.0, 1.0], [1.0, 0.0])

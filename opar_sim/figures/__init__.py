@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
 
 import controllers
@@ -46,6 +47,11 @@ class FigureSet:
     """The figures of one run, by file stem."""
 
     figures: dict[str, Figure]
+
+    def close(self) -> None:
+        """Release the figures (pyplot keeps every open figure alive)."""
+        for fig in self.figures.values():
+            plt.close(fig)
 
     def save(self, out: Path) -> list[str]:
         """Save every figure as PNG and SVG under ``out``; return the paths."""
