@@ -123,6 +123,12 @@ def error_integrals(
     ends at the last sample.
     """
     y, t = _as_arrays(progress, times)
+    return _integrals(y, t, horizon, final_value)
+
+
+def _integrals(
+    y: FloatArray, t: FloatArray, horizon: float | None, final_value: float = FINAL_VALUE
+) -> tuple[float, float, float]:
     edges = np.append(t, max(horizon, t[-1]) if horizon is not None else t[-1])
     widths = np.diff(edges)
     err = final_value - y
@@ -165,7 +171,7 @@ def step_info(
     lowest = float(y.min())
     undershoot = -100.0 * lowest / final if lowest < 0 else 0.0
     peak_index = int(np.abs(y).argmax())
-    iae, ise, itae = error_integrals(y, t, horizon)
+    iae, ise, itae = _integrals(y, t, horizon)
     return StepInfo(
         rise_time=rise_time,
         settling_time=settling_time,
