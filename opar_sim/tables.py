@@ -32,9 +32,10 @@ class TextTable:
             caption_justify="left",
         )
         for k, column in enumerate(self.columns):
-            table.add_column(
-                column, style="bold" if k == 0 else None, justify="left" if k == 0 else "right"
-            )
+            if k == 0:
+                table.add_column(column, style="bold", no_wrap=True)
+            else:
+                table.add_column(column, justify="right")
         for row in self.rows:
             table.add_row(*row)
         return table
@@ -83,7 +84,7 @@ def comparison_table(analysis: RunAnalysis) -> TextTable:
         row = [
             name,
             str(m.episodes),
-            f"{s.rate:.1%} ({s.low:.1%}-{s.high:.1%})",
+            f"{100 * s.rate:.1f}% ({100 * s.low:.1f}-{100 * s.high:.1f})",
             _pct(m.pass_k.get(4, math.nan)),
             _num(m.steps.mean),
             f"{m.tokens.mean:,.0f}",
@@ -95,9 +96,7 @@ def comparison_table(analysis: RunAnalysis) -> TextTable:
         if analysis.has_oracle:
             r = m.regret
             row.append(
-                "–"
-                if r is None
-                else f"{100 * r.mean:+.1f} ({100 * r.low:+.1f}..{100 * r.high:+.1f})"
+                "–" if r is None else f"{100 * r.mean:+.1f} ({100 * r.low:.1f}-{100 * r.high:.1f})"
             )
         rows.append(row)
     notes = [
@@ -120,15 +119,15 @@ def response_table(analysis: RunAnalysis) -> TextTable:
     columns = [
         "controller",
         "rise s",
-        "settling s",
-        "settling step",
+        "settle s",
+        "settle step",
         "settled",
         "IAE",
-        "est. settled",
-        "gap δ−p",
-        "final gap",
-        "trend flips",
-        "oscillating",
+        "est settled",
+        "gap",
+        "end gap",
+        "flips",
+        "osc",
         "ζ",
         "dwell",
     ]
@@ -152,12 +151,12 @@ def response_table(analysis: RunAnalysis) -> TextTable:
             ]
         )
     notes = [
-        "rise (10-90%), settling (2% band) and IAE of the true progress against its goal 1.0, "
+        "rise (10-90%), settle (2% band) and IAE of the true progress against its goal 1.0, "
         "in simulated seconds (medians; settling over settled episodes; IAE up to the time "
         "budget)",
-        "est. settled: the agent's own estimate δ_task settled; gap: mean δ_task - p over "
-        "steps and at the last step (> 0: over-confident)",
-        "trend flips: sign changes of the estimated error's trend per episode; oscillating: "
+        "est settled: the agent's own estimate δ_task settled; gap, end gap: mean δ_task - p "
+        "over the steps and at the last step (> 0: over-confident)",
+        "flips: sign changes of the estimated error's trend per episode; osc: "
         "episodes whose estimate swings through >= 3 peaks; ζ: median damping ratio from the "
         "logarithmic decrement; dwell: steps between REPLANs",
     ]
