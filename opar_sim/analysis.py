@@ -24,7 +24,7 @@ from opar_sim.oscillation import action_cycles as find_cycles
 from opar_sim.oscillation import damping, replan_rhythm, trend_sign_changes
 from opar_sim.rundir import EpisodeTrace, check_run_dir, iter_episodes, iter_traces, read_spec
 from opar_sim.spec import ExperimentSpec
-from opar_sim.stats import Estimate, Proportion, bootstrap_mean, paired_regret, pass_hat_k
+from opar_sim.stats import Estimate, Proportion, bootstrap_mean, paired_difference, pass_hat_k
 from opar_sim.stats import success_rate as proportion
 
 ORACLE = "oracle"
@@ -136,6 +136,7 @@ class ControllerMetrics:
     mean_gap: float  # mean of δ_task − p
     final_gap: float  # mean of δ_task − p at the last step
     regret: Estimate | None  # oracle success − this success, paired per episode
+    token_regret: Estimate | None  # this controller's tokens − the oracle's, paired per episode
 
     def row(self) -> dict[str, Any]:
         """A flat mapping of the fields (intervals as _low/_high)."""
@@ -163,7 +164,7 @@ def controller_metrics(
     episodes: list[EpisodeMetrics],
     successes: list[bool],
     rng: np.random.Generator,
-    oracle: dict[int, float] | None,
+    oracle: list[tuple[EpisodeMetrics, bool]] | None,
     task: str,
 ) -> ControllerMetrics:
     """Aggregate one controller's episodes."""
@@ -174,10 +175,16 @@ def controller_metrics(
     dwell_n = sum(max(e.replans - 1, 0) for e in episodes)
     dwell_sum = sum(e.dwell * (e.replans - 1) for e in episodes if e.replans > 1)
     settled = [e for e in episodes if e.response.true.settled]
-    regret = None
+    regret = token_regret = None
     if oracle is not None and name != ORACLE:
         mine = {e.episode: float(s) for e, s in zip(episodes, successes, strict=True)}
-        regret = paired_regret(oracle, mine, rng)
+        best = {e.episode: float(s) for e, s in oracle}
+        regret = paired_difference(best, mine, rng)
+        token_regret = paired_difference(
+            {e.episode: float(e.tokens) for e in episodes},
+            {e.episode: float(e.tokens) for e, _ in oracle},
+            rng,
+        )
     return ControllerMetrics(
         controller=name,
         episodes=n,
@@ -207,6 +214,7 @@ def controller_metrics(
         mean_gap=_mean(e.response.gap.mean_gap for e in episodes),
         final_gap=_mean(e.response.gap.final_gap for e in episodes),
         regret=regret,
+        token_regret=token_regret,
     )
 
 
@@ -266,9 +274,7 @@ def analyze(path: Path, *, thrash_k: int = 2, keep: int = 300, seed: int = 0) ->
     }
     oracle = None
     if ORACLE in by_controller:
-        oracle = {
-            e.episode: float(s) for e, s in zip(by_controller[ORACLE], success[ORACLE], strict=True)
-        }
+        oracle = list(zip(by_controller[ORACLE], success[ORACLE], strict=True))
     rng = np.random.default_rng(seed)
     controllers = {
         name: controller_metrics(name, eps, success[name], rng, oracle, task)

@@ -33,6 +33,8 @@ def check_run_dir(path: Path) -> Path:
     """``path`` if it holds a run (episodes.jsonl and steps.jsonl), else RunDirError."""
     if not path.is_dir():
         raise RunDirError(f"run directory not found: {path}")
+    if (path / "sweep.json").is_file():
+        raise RunDirError(f"{path} is a sweep: give one of its point directories")
     for name in ("episodes.jsonl", "steps.jsonl"):
         if not (path / name).is_file():
             raise RunDirError(f"{path} is not a run directory: {name} is missing")

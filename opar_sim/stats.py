@@ -111,9 +111,9 @@ def bootstrap_mean(
     return Estimate(mean, float(low), float(high), int(x.size))
 
 
-def paired_regret(
-    oracle: Mapping[int, float], controller: Mapping[int, float], rng: np.random.Generator
+def paired_difference(
+    a: Mapping[int, float], b: Mapping[int, float], rng: np.random.Generator
 ) -> Estimate:
-    """Mean of oracle − controller over the episodes both ran, with a bootstrap interval."""
-    common = sorted(set(oracle) & set(controller))
-    return bootstrap_mean(np.array([oracle[i] - controller[i] for i in common]), rng)
+    """Mean of a − b over the episodes both ran (paired by index), with a bootstrap interval."""
+    common = sorted(set(a) & set(b))
+    return bootstrap_mean(np.array([a[i] - b[i] for i in common]), rng)

@@ -131,8 +131,13 @@ def response_table(analysis: RunAnalysis) -> TextTable:
         "ζ",
         "dwell",
     ]
+    if analysis.has_oracle:
+        columns.append("Δtokens")
     rows = []
     for name, m in analysis.controllers.items():
+        extra = []
+        if analysis.has_oracle:
+            extra = ["–" if m.token_regret is None else f"{m.token_regret.mean:+,.0f}"]
         rows.append(
             [
                 name,
@@ -148,6 +153,7 @@ def response_table(analysis: RunAnalysis) -> TextTable:
                 _pct(m.oscillating_share),
                 _num(m.damping_ratio, ".2f"),
                 _num(m.mean_dwell),
+                *extra,
             ]
         )
     notes = [
@@ -160,6 +166,8 @@ def response_table(analysis: RunAnalysis) -> TextTable:
         "episodes whose estimate swings through >= 3 peaks; ζ: median damping ratio from the "
         "logarithmic decrement; dwell: steps between REPLANs",
     ]
+    if analysis.has_oracle:
+        notes.append("Δtokens: tokens per episode beyond the oracle's, paired on the same seeds")
     return TextTable(_title(analysis, "convergence and oscillation"), columns, rows, notes)
 
 

@@ -18,7 +18,7 @@ from opar_sim.commands.compare_cmd import with_controllers
 from opar_sim.rundir import iter_episodes, iter_traces
 from opar_sim.runner import run_experiment
 from opar_sim.spec import load_spec, with_overrides
-from opar_sim.tables import comparison_table
+from opar_sim.tables import comparison_table, response_table
 
 ROOT = Path(__file__).resolve().parents[1]
 SPEC = str(ROOT / "experiments" / "flight_booking.toml")
@@ -183,11 +183,15 @@ def test_regret_against_the_oracle_is_paired_on_common_seeds(tmp_path, monkeypat
     regret = analysis.controllers["threshold"].regret
     assert regret is not None and (regret.mean, regret.low, regret.high) == (0.0, 0.0, 0.0)
     assert analysis.controllers["oracle"].regret is None
+    tokens = analysis.controllers["threshold"].token_regret
+    assert tokens is not None and tokens.mean == 0.0
+    assert response_table(analysis).columns[-1] == "Δtokens"
 
 
 BAD = {
     "missing run directory": (["plot", "no/such/run"], "run directory not found"),
     "not a run directory": (["report", "."], "is not a run directory"),
+    "a sweep directory": (["plot", "sweep"], "give one of its point directories"),
     "empty controller list": (["compare", SPEC, "--controllers", " , "], "at least one controller"),
     "unknown controller": (
         ["compare", SPEC, "--controllers", "pid,bangbang"],
@@ -200,6 +204,8 @@ BAD = {
 @pytest.mark.parametrize("case", list(BAD))
 def test_bad_input_exits_2_with_one_line(case, tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
+    (tmp_path / "sweep").mkdir()
+    (tmp_path / "sweep" / "sweep.json").write_text("{}")
     argv, message = BAD[case]
     assert main(argv) == 2
     err = capsys.readouterr().err
