@@ -46,9 +46,11 @@ class EpisodeMetrics:
     settling_step: float  # true progress settled from this step on (NaN: never)
     replans: int
     thrash: int
-    dwell: float
+    dwell: float  # steps between successive REPLANs
+    dwell_seconds: float  # simulated seconds between successive REPLANs
     sign_changes: int  # of the estimated error's trend
     damping_ratio: float  # of the estimate about its final value (NaN: no oscillation)
+    decay_ratio: float  # amplitude ratio of its peaks one period apart
     oscillating: bool
     cycles: int  # action cycles found
     longest_cycle: int  # actions in the longest periodic stretch
@@ -71,7 +73,7 @@ def episode_metrics(
     # settling in steps: the same definition on the step axis
     steps_axis = np.concatenate(([0.0], trace.step.astype(float)))
     by_step = step_info(np.concatenate(([0.0], trace.progress)), steps_axis)
-    rhythm = replan_rhythm(trace.signals, trace.step.tolist(), k=thrash_k)
+    rhythm = replan_rhythm(trace.signals, trace.step.tolist(), k=thrash_k, times=trace.time)
     damp = damping(estimate, trace.time, tolerance=DAMPING_TOLERANCE)
     cycles = find_cycles(trace.actions)
     return EpisodeMetrics(
@@ -86,8 +88,10 @@ def episode_metrics(
         replans=rhythm.replans,
         thrash=rhythm.thrash,
         dwell=rhythm.mean_dwell,
+        dwell_seconds=rhythm.mean_dwell_seconds,
         sign_changes=trend_sign_changes(1.0 - estimate),
         damping_ratio=damp.damping_ratio,
+        decay_ratio=damp.decay_ratio,
         oscillating=damp.oscillating,
         cycles=len(cycles),
         longest_cycle=max((c.length for c in cycles), default=0),
@@ -121,9 +125,11 @@ class ControllerMetrics:
     replan_rate: float  # REPLAN decisions per step
     thrash_share: float  # of all REPLANs, those within k steps of the previous one
     mean_dwell: float  # steps between successive REPLANs
+    mean_dwell_seconds: float  # simulated seconds between successive REPLANs
     sign_changes: float  # of the estimated error's trend, per episode
     oscillating_share: float  # episodes whose estimate swings through ≥ 3 peaks
     damping_ratio: float  # median ζ over episodes with ≥ 2 peaks
+    decay_ratio: float  # median decay ratio over the same episodes
     cycle_share: float  # episodes with an action cycle (a→b→a→b, ...)
     settled_share: float  # episodes whose true progress settled in the 2 % band
     rise_time: float  # median, simulated seconds
@@ -174,6 +180,7 @@ def controller_metrics(
     total_steps = sum(e.steps for e in episodes)
     dwell_n = sum(max(e.replans - 1, 0) for e in episodes)
     dwell_sum = sum(e.dwell * (e.replans - 1) for e in episodes if e.replans > 1)
+    dwell_s = sum(e.dwell_seconds * (e.replans - 1) for e in episodes if e.replans > 1)
     settled = [e for e in episodes if e.response.true.settled]
     regret = token_regret = None
     if oracle is not None and name != ORACLE:
@@ -199,9 +206,11 @@ def controller_metrics(
         replan_rate=replans / total_steps if total_steps else 0.0,
         thrash_share=sum(e.thrash for e in episodes) / replans if replans else 0.0,
         mean_dwell=dwell_sum / dwell_n if dwell_n else math.nan,
+        mean_dwell_seconds=dwell_s / dwell_n if dwell_n else math.nan,
         sign_changes=_mean(e.sign_changes for e in episodes),
         oscillating_share=_mean(e.oscillating for e in episodes),
         damping_ratio=_median(e.damping_ratio for e in episodes),
+        decay_ratio=_median(e.decay_ratio for e in episodes),
         cycle_share=_mean(e.cycles > 0 for e in episodes),
         settled_share=len(settled) / n if n else math.nan,
         rise_time=_median(e.response.true.rise_time for e in episodes),

@@ -37,6 +37,7 @@ class ReplanRhythm:
     replans: int
     rate: float  # REPLANs per step
     mean_dwell: float  # steps between successive REPLANs (NaN with fewer than two)
+    mean_dwell_seconds: float  # simulated seconds between them (NaN without times)
     thrash: int  # REPLANs within k steps of the previous REPLAN
     thrash_k: int
 
@@ -50,20 +51,31 @@ class ReplanRhythm:
 
 
 def replan_rhythm(
-    signals: Sequence[str | None], steps: Sequence[int] | None = None, k: int = 2
+    signals: Sequence[str | None],
+    steps: Sequence[int] | None = None,
+    k: int = 2,
+    times: Signal | None = None,
 ) -> ReplanRhythm:
-    """REPLAN statistics of one episode's decision signals (``"replan"`` counts)."""
+    """REPLAN statistics of one episode's decision signals (``"replan"`` counts).
+
+    ``times`` (simulated seconds of each step) adds the dwell in seconds.
+    """
     if k < 1:
         raise ValueError(f"k must be >= 1, got {k}")
     numbers = list(steps) if steps is not None else list(range(1, len(signals) + 1))
     at = [n for n, s in zip(numbers, signals, strict=True) if s == REPLAN]
     dwell = np.diff(at)
+    dwell_seconds = math.nan
+    if times is not None and dwell.size:
+        t = np.asarray(times, float)
+        dwell_seconds = float(np.diff([t[i] for i, s in enumerate(signals) if s == REPLAN]).mean())
     n = len(signals)
     return ReplanRhythm(
         steps=n,
         replans=len(at),
         rate=len(at) / n if n else 0.0,
         mean_dwell=float(dwell.mean()) if dwell.size else math.nan,
+        mean_dwell_seconds=dwell_seconds,
         thrash=int(np.count_nonzero(dwell <= k)),
         thrash_k=k,
     )

@@ -70,6 +70,8 @@ def test_replan_rhythm_counts_dwell_and_thrash():
     assert r.mean_dwell == pytest.approx(2.5)  # REPLANs at steps 2, 3, 7
     assert r.thrash_share == pytest.approx(1 / 3)
     assert replan_rhythm(signals, k=4).thrash == 2
+    times = [10.0, 20.0, 25.0, 40.0, 50.0, 60.0, 85.0, 90.0]
+    assert replan_rhythm(signals, times=times).mean_dwell_seconds == pytest.approx(32.5)
 
 
 def test_a_loop_that_never_replans_has_no_dwell():
