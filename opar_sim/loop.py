@@ -79,7 +79,8 @@ def run_episode(
     agent.reset(task, rngs.agent, cost)
     controller.reset()
     if supervisor is not None:
-        supervisor.reset()
+        # guards draw (a human approver's errors) from a child of the controller stream
+        supervisor.reset(rngs.controller.spawn(1)[0])
     run = _Run([])
     proc = env.process(_opar(env, task, agent, controller, limits, cost, run, supervisor))
     env.run(until=proc | env.timeout(limits.time_budget))
@@ -161,14 +162,19 @@ def _opar(
         )
         run.steps.append(record)
         if supervisor is not None:
-            override = supervisor.review(record, decision)
+            override = supervisor.review(record, decision, ctx.truth)
             if override is not None:
                 record.guard = override.reason
+                if override.delay > 0:  # a human approver's review takes simulated time
+                    yield env.timeout(override.delay)
                 if override.truncate:
                     run.stop = override.reason
                     return
-                decision = Decision(override.signal, f"guard: {override.reason}", decision.terms)
-                record.decision = decision
+                if override.signal is not decision.signal:
+                    decision = Decision(
+                        override.signal, f"guard: {override.reason}", decision.terms
+                    )
+                    record.decision = decision
         if invalid_in_a_row >= MAX_INVALID_IN_A_ROW:
             run.error = "invalid_format"
             return

@@ -64,9 +64,16 @@ def run_experiment(
     ):
         # every controller sees the same episode seeds: common random numbers
         work = [(make(), i) for _, make in parts.controllers for i in range(spec.episodes)]
+        supervisor = parts.make_supervisor()  # the [guards] table; reset every episode
         for controller, i in work:
             result = run_episode(
-                task, agent, controller, parts.limits, episode_seed(spec.seed, i), episode=i
+                task,
+                agent,
+                controller,
+                parts.limits,
+                episode_seed(spec.seed, i),
+                episode=i,
+                supervisor=supervisor,
             )
             episode_line, step_lines = episode_lines(result)
             steps_file.write(step_lines)

@@ -22,7 +22,9 @@ from controllers.base import Controller
 from environments.base import Task
 from opar_sim.agents.base import Agent
 from opar_sim.agents.simulated import SimulatedAgent, SimulatedAgentParams
+from opar_sim.guards import GuardsSpec
 from opar_sim.loop import Limits
+from opar_sim.supervisor import Supervisor
 
 
 class SpecError(ValueError):
@@ -69,6 +71,7 @@ class ExperimentSpec(_Strict):
         description="controllers run on the same seeds; when empty only `controller` runs",
     )
     limits: LimitsSpec = Field(default_factory=LimitsSpec)
+    guards: GuardsSpec = Field(default_factory=GuardsSpec, description="convergence guards")
 
     def controller_list(self) -> list[ControllerSpec]:
         """The controllers this experiment runs, in order."""
@@ -115,6 +118,7 @@ class Components:
     make_agent: Callable[[], Agent]
     controllers: list[tuple[str, Callable[[], Controller]]]
     limits: Limits
+    make_supervisor: Callable[[], Supervisor | None] = lambda: None
 
 
 def build(spec: ExperimentSpec, source: str = "spec") -> Components:
@@ -143,6 +147,7 @@ def build(spec: ExperimentSpec, source: str = "spec") -> Components:
         make_agent=lambda: SimulatedAgent(agent_params),
         controllers=made,
         limits=limits,
+        make_supervisor=spec.guards.supervisor,
     )
 
 
