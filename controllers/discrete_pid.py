@@ -33,7 +33,10 @@ The options are what simple-pid and Beauregard add, plus a derivative filter:
     τ = 0 is the unfiltered derivative exactly.
 
 Gains (``kp``, ``ki``, ``kd``) and ``setpoint`` are plain attributes and may be
-changed between updates.  For any finite input the state stays finite: a term
+changed between updates: a new ki weighs only future error; a new kd acts on
+the next difference (with a filter, the old filtered D decays through it).
+``integral`` may be set, e.g. to initialise bumplessly when taking over from
+another law (I = u − P).  For any finite input the state stays finite: a term
 that overflows is held at ±1e300 (never NaN, never inf in a record).
 """
 
@@ -56,8 +59,11 @@ def as_limits(name: str, value: Sequence[float | None] | None) -> Limits:
         return (-math.inf, math.inf)
     if isinstance(value, str | bytes) or len(value) != 2:
         raise ValueError(f"{name} must be a (low, high) pair, got {value!r}")
-    low = -math.inf if value[0] is None else float(value[0])
-    high = math.inf if value[1] is None else float(value[1])
+    try:
+        low = -math.inf if value[0] is None else float(value[0])
+        high = math.inf if value[1] is None else float(value[1])
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a pair of numbers, got {value!r}") from None
     if math.isnan(low) or math.isnan(high) or low > high:
         raise ValueError(f"{name} must have low <= high, got {value!r}")
     return (low, high)

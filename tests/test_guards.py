@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import controllers
 import environments
@@ -22,7 +24,7 @@ from opar_sim.guards import (
     TokenSpike,
 )
 from opar_sim.loop import Limits, run_episode
-from opar_sim.models import StepRecord
+from opar_sim.models import TRUNCATION_REASONS, StepRecord
 from opar_sim.seeding import episode_seed
 from opar_sim.spec import SpecError, parse_spec
 from opar_sim.supervisor import Supervisor
@@ -273,3 +275,51 @@ def test_guards_table_builds_a_supervisor_in_a_fixed_order():
 def test_bad_guard_config_names_the_key(guards, key):
     with pytest.raises(SpecError, match=key.replace(".", r"\.")):
         parse_spec({"name": "g", "guards": guards})
+
+
+# -- any controller, any guards: the hard limits still hold -----------------------------------
+
+guard_tables = st.fixed_dictionaries(
+    {},
+    optional={
+        "max_iterations": st.integers(1, 30),
+        "no_improvement": st.integers(1, 5),
+        "confidence": st.floats(0, 1),
+        "time_budget": st.floats(1, 500),
+        "token_budget": st.integers(1, 300_000),
+        "token_spike": st.floats(1.01, 5),
+        "repeat": st.booleans(),
+        "human": st.fixed_dictionaries(
+            {"latency": st.floats(0, 100), "error_rate": st.floats(0, 1)}
+        ),
+    },
+)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    guards=guard_tables,
+    controller=st.sampled_from(controllers.names()),
+    seed=st.integers(0, 2**32 - 1),
+    max_steps=st.integers(1, 30),
+    time_budget=st.floats(1, 1000),
+)
+def test_hard_limits_hold_for_every_controller_under_any_guards(
+    guards, controller, seed, max_steps, time_budget
+):
+    limits = Limits(max_steps=max_steps, time_budget=time_budget, token_budget=150_000)
+    result = run_episode(
+        environments.make("flight_booking"),
+        SimulatedAgent(),
+        controllers.make(controller),
+        limits,
+        np.random.SeedSequence(seed),
+        supervisor=GuardsSpec.model_validate(guards).supervisor(),
+    )
+    assert len(result.steps) <= max_steps
+    assert result.cost.sim_seconds <= time_budget
+    assert result.cost.tokens <= 150_000
+    kind, _, reason = result.outcome.partition(":")
+    assert kind in {"success", "premature", "gave_up", "truncated", "error"}
+    if kind == "truncated":
+        assert reason in TRUNCATION_REASONS

@@ -240,6 +240,7 @@ def test_dt_zero_never_moves_the_integral(samples, tau):
     [
         ({"output_limits": (2.0, 1.0)}, "output_limits must have low <= high"),
         ({"integral_limits": (1.0,)}, "integral_limits must be a"),
+        ({"output_limits": [0.0, "high"]}, "output_limits must be a pair of numbers"),
         ({"tau": -1.0}, "tau must be >= 0"),
         ({"tau": math.inf}, "tau must be finite"),
         ({"integral_leak": -0.1}, "integral_leak must be >= 0"),
