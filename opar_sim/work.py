@@ -80,7 +80,7 @@ def plan_chunks(
     and large enough that sending them costs little next to running them.
     """
     spec_json = spec.model_dump_json()
-    size = max(1, min(200, spec.episodes // (8 * parallelism) or 1))
+    size = max(1, min(50, spec.episodes // (8 * parallelism) or 1))
     chunks: list[Chunk] = []
     for c in range(len(spec.controller_list())):
         first = max(0, skip - c * spec.episodes)
