@@ -19,7 +19,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def peak(episodes: int) -> float:
-    spec = with_overrides(load_spec(ROOT / "experiments" / "flight_booking.toml"), episodes=episodes)
+    spec = with_overrides(
+        load_spec(ROOT / "experiments" / "flight_booking.toml"), episodes=episodes
+    )
     with tempfile.TemporaryDirectory() as tmp:
         tracemalloc.start()
         run_experiment(spec, Path(tmp) / "run", figures=False)
