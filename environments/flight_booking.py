@@ -121,6 +121,7 @@ class FlightBooking(SimTask):
         self.booking: tuple[int, str] | None = None
         self.fare_changed_seen = False
         self._best: int | None = None
+        self._cache: tuple[float, Observation] | None = None
 
     def _reset_world(self) -> None:
         self._clear()
@@ -155,6 +156,7 @@ class FlightBooking(SimTask):
             flight.price = round(flight.price * float(rng.uniform(1.1, 1.5)), 0)
             best = self._best_valid()
             self._best = best.flight_id if best else None
+            self._cache = None
 
     def _valid(self, f: Flight) -> bool:
         return f.price <= self.params.max_price and f.hour >= self.params.earliest_hour
@@ -173,6 +175,7 @@ class FlightBooking(SimTask):
 
     # -- tools ---------------------------------------------------------------
     def _apply(self, action: Action) -> ActionResult:
+        self._cache = None
         handler = getattr(self, f"_tool_{action.tool}")
         result: ActionResult = handler(action)
         return result
@@ -280,6 +283,18 @@ class FlightBooking(SimTask):
 
     @property
     def progress(self) -> float:
+        return self._cached()[0]
+
+    def observe(self) -> Observation:
+        return self._cached()[1]
+
+    def _cached(self) -> tuple[float, Observation]:
+        """Progress and observation change only with the state: compute them once per change."""
+        if self._cache is None:
+            self._cache = (self._true_progress(), self._observation())
+        return self._cache
+
+    def _true_progress(self) -> float:
         right = None
         if self.booking is not None:
             right = self.booking[1] == self._right_payment(self.booking[0])
@@ -293,7 +308,7 @@ class FlightBooking(SimTask):
     def feasible(self) -> bool:
         return self._best is not None
 
-    def observe(self) -> Observation:
+    def _observation(self) -> Observation:
         """What the agent can infer: it takes the best seen flight for the best one."""
         visible = self._visible()
         believed_best = self.shortlist

@@ -25,6 +25,8 @@ from opar_sim.agents.simulated import SimulatedAgent, SimulatedAgentParams
 from opar_sim.guards import GuardsSpec
 from opar_sim.loop import Limits
 from opar_sim.supervisor import Supervisor
+from opar_sim.sweep import SweepAxis, SweepPoint, grid
+from opar_sim.tuning import TuneSpec
 
 
 class SpecError(ValueError):
@@ -72,6 +74,12 @@ class ExperimentSpec(_Strict):
     )
     limits: LimitsSpec = Field(default_factory=LimitsSpec)
     guards: GuardsSpec = Field(default_factory=GuardsSpec, description="convergence guards")
+    sweep: dict[str, SweepAxis] = Field(
+        default_factory=dict, description="dotted spec path -> values, for `opar-sim sweep`"
+    )
+    tune: TuneSpec | None = Field(
+        None, description="search space and objective, for `opar-sim tune`"
+    )
 
     def controller_list(self) -> list[ControllerSpec]:
         """The controllers this experiment runs, in order."""
@@ -94,6 +102,26 @@ def parse_spec(data: dict[str, Any], source: str = "spec") -> ExperimentSpec:
         raise SpecError(f"{source}: {_first_error(exc)}") from None
     build(spec, source)  # validate the components' own parameters
     return spec
+
+
+def sweep_points(
+    spec: ExperimentSpec, source: str = "spec"
+) -> list[tuple[SweepPoint, ExperimentSpec]]:
+    """The sweep grid of ``spec``, each point validated; errors name the sweep path."""
+    if not spec.sweep:
+        raise SpecError(f"{source}: no [sweep] table: nothing to sweep")
+    try:
+        points = grid(spec.model_dump(), spec.sweep)
+    except ValueError as exc:
+        raise SpecError(f"{source}: sweep: {exc}") from None
+    out = []
+    for point in points:
+        where = ", ".join(f"{k} = {v!r}" for k, v in point.assignment.items())
+        try:
+            out.append((point, parse_spec(point.data, f"sweep point {where}")))
+        except SpecError as exc:
+            raise SpecError(f"{source}: {exc}") from None
+    return out
 
 
 def load_spec(path: str | Path) -> ExperimentSpec:
