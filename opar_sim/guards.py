@@ -195,7 +195,9 @@ class HumanGate:
 
     name = "human"
 
-    def __init__(self, latency: float = 30.0, error_rate: float = 0.05, bad_plan: float = 0.5):
+    def __init__(
+        self, latency: float = 30.0, error_rate: float = 0.05, bad_plan: float = 0.5
+    ) -> None:
         self.latency = latency
         self.error_rate = error_rate
         self.bad_plan = bad_plan

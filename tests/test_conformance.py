@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import math
 from importlib.metadata import EntryPoint
 
@@ -121,3 +122,15 @@ def test_a_plugin_declared_as_an_entry_point_is_found(monkeypatch):
     made = controllers.make("my_open_loop")
     assert type(made).__name__ == "OpenLoop"
     assert controllers.describe("my_open_loop").startswith("Follow the first plan")
+
+
+@pytest.mark.parametrize("name", controllers.names())
+def test_every_parameter_of_a_controller_is_documented(name):
+    factory = registry_module._REGISTRY[name]
+    docs = " ".join(
+        (inspect.getdoc(inspect.getmodule(cls)) or "") + (inspect.getdoc(cls) or "")
+        for cls in inspect.getmro(factory)
+        if cls is not object
+    )
+    for parameter in inspect.signature(factory).parameters:
+        assert parameter in docs, f"{name}: parameter {parameter!r} is not documented"
