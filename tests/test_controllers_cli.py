@@ -17,7 +17,8 @@ SPEC = str(ROOT / "experiments" / "flight_booking.toml")
 @pytest.mark.parametrize("name", controllers.names())
 def test_run_with_every_controller(name, tmp_path):
     out = tmp_path / name
-    assert main(["run", SPEC, "--episodes", "4", "--controller", name, "--out", str(out)]) == 0
+    argv = ["run", SPEC, "--episodes", "4", "--controller", name, "--workers", "1"]
+    assert main([*argv, "--out", str(out)]) == 0
     summary = json.loads((out / "summary.json").read_text())
     assert list(summary) == [name]
     assert summary[name]["episodes"] == 4
@@ -38,7 +39,7 @@ def test_guards_from_the_spec_truncate_runs(tmp_path):
     spec = tmp_path / "guarded.toml"
     spec.write_text('name = "guarded"\nepisodes = 6\n[guards]\nmax_iterations = 2\n')
     out = tmp_path / "run"
-    assert main(["run", str(spec), "--out", str(out)]) == 0
+    assert main(["run", str(spec), "--workers", "1", "--out", str(out)]) == 0
     episodes = [json.loads(line) for line in (out / "episodes.jsonl").read_text().splitlines()]
     assert all(e["steps"] <= 2 for e in episodes)
     assert any(e["outcome"] == "truncated:max_steps" for e in episodes)
