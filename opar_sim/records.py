@@ -49,6 +49,8 @@ def step_row(result: EpisodeResult, rec: StepRecord) -> dict[str, Any]:
         "answer": rec.answer,
         "error": rec.error,
         "guard": rec.guard,
+        "memory": rec.memory,
+        "intercepted": rec.intercepted,
     }
 
 
@@ -75,6 +77,7 @@ def episode_row(result: EpisodeResult) -> dict[str, Any]:
         "sim_seconds": c.sim_seconds,
         "tool_calls": c.tool_calls,
         "replans": c.replans,
+        "attempt": result.attempt,
     }
 
 
