@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from opar_sim import plots
-from opar_sim.loop import run_episode
+from opar_sim import memory_plots, plots
 from opar_sim.models import EpisodeResult
 from opar_sim.records import episode_lines
+from opar_sim.reflexion import run_attempts, success_by_attempt
 from opar_sim.seeding import episode_seed
 from opar_sim.spec import ExperimentSpec, SpecError, build
 from opar_sim.summary import Summary
@@ -56,6 +56,7 @@ def run_experiment(
     summary = Summary()
     progress: dict[str, list[list[float]]] = {}
     estimate: dict[str, list[list[float]]] = {}
+    attempt_rows: dict[str, list[tuple[int, int, bool]]] = {}
     task = parts.make_task()
     agent = parts.make_agent()
     with (
@@ -65,14 +66,28 @@ def run_experiment(
         # every controller sees the same episode seeds: common random numbers
         work = [(make(), i) for _, make in parts.controllers for i in range(spec.episodes)]
         for controller, i in work:
-            result = run_episode(
-                task, agent, controller, parts.limits, episode_seed(spec.seed, i), episode=i
+            # issue 6: Reflexion attempts (1 by default) and guardrails (None by default)
+            tries = run_attempts(
+                task,
+                agent,
+                controller,
+                parts.limits,
+                episode_seed(spec.seed, i),
+                attempts=spec.reflexion.attempts,
+                keep=spec.reflexion.keep,
+                episode=i,
+                guardrail=parts.guardrail,
             )
-            episode_line, step_lines = episode_lines(result)
-            steps_file.write(step_lines)
+            for result in tries:
+                episode_line, step_lines = episode_lines(result)
+                steps_file.write(step_lines)
+                episodes_file.write(episode_line)
+                attempt_rows.setdefault(result.controller, []).append(
+                    (i, result.attempt, result.success)
+                )
             steps_file.flush()
-            episodes_file.write(episode_line)
             episodes_file.flush()
+            result = tries[-1]  # the summary judges each seed by its last attempt
             summary.add(result)
             progress.setdefault(result.controller, []).append([r.progress for r in result.steps])
             estimate.setdefault(result.controller, []).append(
@@ -85,4 +100,11 @@ def run_experiment(
     title = f"{spec.name}: progress per loop iteration ({spec.episodes} episodes each)"
     fig = plots.convergence_figure(progress, estimate, title)
     figures = plots.save(fig, str(out / "progress"))
+    if spec.reflexion.attempts > 1:
+        curves = {
+            name: success_by_attempt(rows, spec.reflexion.attempts)
+            for name, rows in attempt_rows.items()
+        }
+        fig = memory_plots.learning_curve_figure(curves, f"{spec.name}: success by attempt")
+        figures += plots.save(fig, str(out / "learning_curve"))
     return RunResult(out, table, figures)

@@ -11,10 +11,11 @@ and Gaussian noise.
 
 Memory (issue 6): past ``context_max`` tokens (C_max) the Reflect phase
 summarises all but the last ``keep_steps`` steps into one memory entry of
-``memory_tokens`` (Algorithm 2, step 2.5); each summary loses detail: plan
-quality falls by ``memory_quality_loss`` and self-assessment noise grows by
-``memory_noise``.  Across episodes, ``remember`` carries critiques of failed
-attempts (Reflexion): each raises fresh plans' quality by ``reflexion_gain``.
+``memory_tokens`` (Algorithm 2, step 2.5).  The summary loses detail: from
+the first one on, plan quality is scaled by 1 − ``memory_quality_loss`` and
+self-assessment noise grows by ``memory_noise``.  Across episodes,
+``remember`` carries critiques of failed attempts (Reflexion): each raises
+fresh plans' quality by ``reflexion_gain``.
 """
 
 from __future__ import annotations
@@ -70,10 +71,10 @@ class SimulatedAgentParams(BaseModel):
     memory_tokens: int = Field(200, ge=1, description="tokens of the memory entry (the summary)")
     keep_steps: int = Field(2, ge=0, description="recent steps kept verbatim by a compression")
     memory_quality_loss: float = Field(
-        0.03, ge=0, le=1, description="plan quality lost per compression (detail lost)"
+        0.05, ge=0, le=1, description="share of plan quality lost once memory is summarised"
     )
     memory_noise: float = Field(
-        0.02, ge=0, le=1, description="self-assessment noise σ added per compression"
+        0.03, ge=0, le=1, description="self-assessment noise σ added once memory is summarised"
     )
     reflexion_gain: float = Field(
         0.12, ge=0, le=1, description="plan quality added per remembered critique (Reflexion)"
@@ -155,8 +156,8 @@ class SimulatedAgent:
     def _quality(self, plan: Plan) -> float:
         p = self.params
         quality = plan.quality
-        if self._compressions:  # details lost to the summaries
-            quality *= (1.0 - p.memory_quality_loss) ** self._compressions
+        if self._compressions:  # details lost to the summary (re-summarising does not compound)
+            quality *= 1.0 - p.memory_quality_loss
         excess = self.context.tokens - p.context_knee
         if excess <= 0:
             return quality
@@ -233,7 +234,7 @@ class SimulatedAgent:
         self._visible = visible
         self._drift = 0.5 * self._drift + (0.0 if productive else 0.5)
         noise = rng.standard_normal(3)
-        sigma = p.noise + p.memory_noise * self._compressions
+        sigma = p.noise + (p.memory_noise if self._compressions else 0.0)
         delta_task = min(1.0, max(0.0, visible + p.bias + sigma * float(noise[0])))
         if not result.ok:
             act = 0.1
