@@ -196,7 +196,9 @@ class Plant(SimTask):
 
         def unstable(kc: float) -> bool:
             poly = np.zeros(d + 2)
-            poly[0], poly[1], poly[-1] = 1.0, -self.a, poly[-1] + kc * self.b
+            poly[0] = 1.0
+            poly[1] = -self.a
+            poly[-1] += kc * self.b
             return bool(np.max(np.abs(np.roots(poly))) >= 1.0)
 
         lo, hi = 0.0, 1.0
