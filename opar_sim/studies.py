@@ -31,7 +31,8 @@ from opar_sim.spec import ExperimentSpec, SpecError, load_spec, parse_spec, with
 
 DEFAULT_CONTEXT_MAX = 2000
 EARLY = (5, 8)  # rounds where the error is lowest before the context fills
-LATE = (13, 20)  # rounds well past the knee
+MIDDLE = (9, 12)  # past the knee, with (nearly) every episode still running
+LATE = (13, 20)  # well past the knee (episodes that finished have left the average)
 
 
 @dataclass
@@ -102,7 +103,11 @@ def rebound(spec: ExperimentSpec, out: Path) -> StudyResult:
         numbers[label] = {
             "error_by_step": [round(e, 4) for e in err],
             "context_by_step": [round(c, 1) for c in ctx],
+            "running_by_step": [
+                sum(1 for s in steps if s["step"] == k) for k in range(1, len(err) + 1)
+            ],
             f"error_rounds_{EARLY[0]}_{EARLY[1]}": round(early, 4),
+            f"error_rounds_{MIDDLE[0]}_{MIDDLE[1]}": round(_window(err, *MIDDLE), 4),
             f"error_rounds_{LATE[0]}_{LATE[1]}": round(late, 4),
             "rebound": round(late - early, 4),
             "lowest_error_round": 1 + min(range(len(err)), key=lambda i: (err[i], i)),

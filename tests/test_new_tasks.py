@@ -122,3 +122,14 @@ def test_plant_proportional_loop_oscillates_at_the_ultimate_gain():
             run_tool(task, Action.of("actuate", u=gain * (1.0 - task.y)))
         swing = np.ptp(task.outputs[-20:])
         assert bool(swing > 1.0) == grows
+
+
+def test_a_relay_test_on_the_plant_estimates_its_ultimate_gain():
+    """Åström–Hägglund: a relay of amplitude h gives a limit cycle of amplitude A; K_u ≈ 4h/(πA)."""
+    task = fresh("plant", **CLEAN_PLANT, dead_time=2)
+    h = 0.5
+    for _ in range(300):
+        run_tool(task, Action.of("actuate", u=1.0 + h * float(np.sign(1.0 - task.y))))
+    cycle = np.asarray(task.outputs[-120:])
+    amplitude = np.ptp(cycle) / 2
+    assert 4 * h / (math.pi * amplitude) == pytest.approx(task.ultimate_gain(), rel=0.2)
