@@ -176,6 +176,16 @@ def test_without_a_guardrail_the_same_booking_runs():
     assert result.steps[1].intercepted is None and task.booking is not None
 
 
+def test_spec_guardrail_table_builds_a_guardrail():
+    from opar_sim.spec import build
+
+    parts = build(parse_spec({"name": "g", "guardrail": {"min_confidence": 0.7}}))
+    assert parts.guardrail == Guardrail(min_confidence=0.7, constraints=True)
+    assert build(parse_spec({"name": "g"})).guardrail is None
+    with pytest.raises(SpecError, match=r"guardrail\.min_confidence"):
+        parse_spec({"name": "g", "guardrail": {"min_confidence": 2}})
+
+
 def test_guardrail_leaves_low_risk_calls_alone():
     task = environments.make("flight_booking")
     assert Guardrail(min_confidence=1.0).review(task, SEARCH, 0.0) is None

@@ -129,7 +129,7 @@ def test_disturbances_change_the_world_in_simulated_time():
 
 def test_stack_lists_wrappers_from_the_outside_in():
     task = wrap(environments.make("plant"), [{"name": "delay"}, {"name": "noise"}])
-    assert isinstance(task, TaskWrapper)
+    assert isinstance(task, TaskWrapper) and isinstance(task, environments.Task)
     assert task.stack == ["noise", "delay"] and task.name == "plant"
 
 
