@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -18,6 +19,8 @@ from opar_sim.reflexion import LongTermMemory, critique_of, run_attempts, succes
 from opar_sim.runner import run_experiment
 from opar_sim.seeding import episode_seed
 from opar_sim.spec import SpecError, parse_spec
+
+EXPERIMENTS = Path(__file__).resolve().parents[1] / "experiments"
 
 
 def test_compress_folds_older_steps_into_one_cheaper_memory_entry():
@@ -189,3 +192,18 @@ def test_spec_guardrail_table_builds_a_guardrail():
 def test_guardrail_leaves_low_risk_calls_alone():
     task = environments.make("flight_booking")
     assert Guardrail(min_confidence=1.0).review(task, SEARCH, 0.0) is None
+
+
+def test_studies_write_their_numbers_and_figures(tmp_path):
+    from opar_sim import studies
+
+    spec = str(EXPERIMENTS / "context_rebound.toml")
+    assert studies.main(["rebound", spec, "--out", str(tmp_path / "r"), "--episodes", "4"]) == 0
+    numbers = json.loads((tmp_path / "r" / "rebound.json").read_text())
+    assert set(numbers) == {"no compression", "compression (C_max=2000)"}
+    assert (tmp_path / "r" / "rebound.png").is_file()
+    spec = str(EXPERIMENTS / "reflexion.toml")
+    assert studies.main(["learning", spec, "--out", str(tmp_path / "l"), "--episodes", "4"]) == 0
+    curves = json.loads((tmp_path / "l" / "learning.json").read_text())
+    assert all(len(v["success_by_attempt"]) == 5 for v in curves.values())
+    assert studies.main(["learning", "nope.toml", "--out", str(tmp_path / "x")]) == 2
