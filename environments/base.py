@@ -33,6 +33,19 @@ class ToolSpec:
 
     def validate(self, action: Action) -> str | None:
         """Return why ``action`` does not fit this tool's schema, or None if it does."""
+        key = (self.args, action)
+        try:
+            return _VALIDATED[key]
+        except KeyError:
+            pass
+        except TypeError:  # unhashable argument values: validate every time
+            return self._validate(action)
+        problem = self._validate(action)
+        if len(_VALIDATED) < 4096:
+            _VALIDATED[key] = problem
+        return problem
+
+    def _validate(self, action: Action) -> str | None:
         try:
             self.args.model_validate(dict(action.args))
         except ValidationError as exc:
@@ -40,6 +53,11 @@ class ToolSpec:
             where = ".".join(str(p) for p in first["loc"]) or "args"
             return f"{self.name}: {where}: {first['msg']}"
         return None
+
+
+# Validation verdicts of recently seen actions: the simulated agent proposes the same
+# few actions over and over, and pydantic validation would dominate a step's cost.
+_VALIDATED: dict[tuple[type[BaseModel], Action], str | None] = {}
 
 
 class NoArgs(BaseModel):

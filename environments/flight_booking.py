@@ -125,6 +125,7 @@ class FlightBooking(SimTask):
         self.booking: tuple[int, str] | None = None
         self.fare_changed_seen = False
         self._best: int | None = None
+        self._cache: tuple[float, Observation] | None = None
 
     def _reset_world(self) -> None:
         self._clear()
@@ -163,6 +164,7 @@ class FlightBooking(SimTask):
         flight.price = round(flight.price * float(rng.uniform(1.1, 1.5)), 0)
         best = self._best_valid()
         self._best = best.flight_id if best else None
+        self._cache = None
         return f"fare of #{flight.flight_id} rose to {flight.price:.0f}"
 
     def violates(self, action: Action) -> str | None:
@@ -196,6 +198,7 @@ class FlightBooking(SimTask):
 
     # -- tools ---------------------------------------------------------------
     def _apply(self, action: Action) -> ActionResult:
+        self._cache = None
         handler = getattr(self, f"_tool_{action.tool}")
         result: ActionResult = handler(action)
         return result
@@ -303,6 +306,18 @@ class FlightBooking(SimTask):
 
     @property
     def progress(self) -> float:
+        return self._cached()[0]
+
+    def observe(self) -> Observation:
+        return self._cached()[1]
+
+    def _cached(self) -> tuple[float, Observation]:
+        """Progress and observation change only with the state: compute them once per change."""
+        if self._cache is None:
+            self._cache = (self._true_progress(), self._observation())
+        return self._cache
+
+    def _true_progress(self) -> float:
         right = None
         if self.booking is not None:
             right = self.booking[1] == self._right_payment(self.booking[0])
@@ -316,7 +331,7 @@ class FlightBooking(SimTask):
     def feasible(self) -> bool:
         return self._best is not None
 
-    def observe(self) -> Observation:
+    def _observation(self) -> Observation:
         """What the agent can infer: it takes the best seen flight for the best one."""
         visible = self._visible()
         believed_best = self.shortlist

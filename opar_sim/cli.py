@@ -14,6 +14,7 @@ from rich.console import Console
 
 from opar_sim.commands import COMMANDS
 from opar_sim.commands.common import UsageError
+from opar_sim.executors import ExecutorError
 from opar_sim.spec import SpecError
 
 
@@ -41,11 +42,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         command = next(c for c in COMMANDS if args.command == c.NAME)
         status: int = command.run(args, console)
         return status
-    except (UsageError, SpecError) as exc:
+    except (UsageError, SpecError, ExecutorError) as exc:
         print(f"opar-sim: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print("opar-sim: interrupted; finished episodes are kept on disk", file=sys.stderr)
+        print(
+            "opar-sim: interrupted; finished episodes are kept: rerun with --resume --out DIR",
+            file=sys.stderr,
+        )
         return 130
 
 

@@ -7,6 +7,7 @@ where the population of episodes stands after k steps.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import matplotlib
 
@@ -70,3 +71,122 @@ def save(fig: Figure, path_stem: str) -> list[str]:
     fig.savefig(png, dpi=110)
     plt.close(fig)
     return [png]
+
+
+def sweep_figure(rows: Sequence[Mapping[str, Any]], title: str) -> Figure:
+    """Success rate and mean tokens over a sweep: lines for one axis, heat maps for two."""
+    paths = list(rows[0]["assignment"]) if rows else []
+    controllers = list(rows[0]["summary"]) if rows else []
+    numeric = all(
+        isinstance(v, int | float) and not isinstance(v, bool)
+        for row in rows
+        for v in row["assignment"].values()
+    )
+    if len(paths) == 2 and numeric and len(controllers) == 1:
+        return _sweep_heatmaps(rows, paths, controllers[0], title)
+    fig, (ax_s, ax_t) = plt.subplots(1, 2, figsize=(11, 4.2), layout="constrained")
+    labels = [
+        ", ".join(f"{k.rsplit('.', 1)[-1]}={v}" for k, v in r["assignment"].items()) for r in rows
+    ]
+    x = np.arange(len(rows))
+    if len(paths) == 1 and numeric:
+        x = np.array([float(r["assignment"][paths[0]]) for r in rows])
+    for name in controllers:
+        rate = np.array([r["summary"][name]["success_rate"] for r in rows])
+        lo = np.array([r["summary"][name]["success_ci95"][0] for r in rows])
+        hi = np.array([r["summary"][name]["success_ci95"][1] for r in rows])
+        ax_s.errorbar(x, rate, yerr=[rate - lo, hi - rate], marker="o", capsize=3, label=name)
+        ax_t.plot(x, [r["summary"][name]["mean_tokens"] for r in rows], marker="o", label=name)
+    for ax in (ax_s, ax_t):
+        if len(paths) == 1 and numeric:
+            ax.set_xlabel(paths[0])
+        else:
+            ax.set_xticks(x, labels, rotation=45, ha="right", fontsize=7)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+    ax_s.set_ylabel("success rate (95% CI)")
+    ax_s.set_ylim(0, 1.02)
+    ax_t.set_ylabel("mean tokens per episode")
+    fig.suptitle(title)
+    return fig
+
+
+def _sweep_heatmaps(
+    rows: Sequence[Mapping[str, Any]], paths: list[str], controller: str, title: str
+) -> Figure:
+    xs = sorted({float(r["assignment"][paths[0]]) for r in rows})
+    ys = sorted({float(r["assignment"][paths[1]]) for r in rows})
+    success = np.full((len(ys), len(xs)), np.nan)
+    tokens = np.full((len(ys), len(xs)), np.nan)
+    for r in rows:
+        i = ys.index(float(r["assignment"][paths[1]]))
+        j = xs.index(float(r["assignment"][paths[0]]))
+        success[i, j] = r["summary"][controller]["success_rate"]
+        tokens[i, j] = r["summary"][controller]["mean_tokens"]
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.6), layout="constrained")
+    for ax, grid_, label, cmap in (
+        (axes[0], success, "success rate", "viridis"),
+        (axes[1], tokens, "mean tokens per episode", "magma"),
+    ):
+        image = ax.imshow(grid_, origin="lower", cmap=cmap, aspect="auto")
+        ax.set_xticks(range(len(xs)), [f"{v:.3g}" for v in xs])
+        ax.set_yticks(range(len(ys)), [f"{v:.3g}" for v in ys])
+        ax.set_xlabel(paths[0])
+        ax.set_ylabel(paths[1])
+        lo, hi = np.nanmin(grid_), np.nanmax(grid_)
+        for i in range(len(ys)):
+            for j in range(len(xs)):
+                value = grid_[i, j]
+                text = f"{value:.0%}" if grid_ is success else f"{value / 1000:.0f}k"
+                bright = (value - lo) / (hi - lo) > 0.6 if hi > lo else False
+                ax.text(
+                    j, i, text, ha="center", va="center", fontsize=8, color="k" if bright else "w"
+                )
+        fig.colorbar(image, ax=ax, label=label)
+    fig.suptitle(f"{title} ({controller})")
+    return fig
+
+
+def tune_history(numbers: Sequence[int], scores: Sequence[float], title: str) -> Figure:
+    """Each trial's objective and the best so far."""
+    fig, ax = plt.subplots(figsize=(8, 4.2), layout="constrained")
+    ax.scatter(numbers, scores, s=14, color="tab:blue", alpha=0.7, label="trial objective")
+    ax.step(
+        numbers,
+        np.minimum.accumulate(np.asarray(scores)),
+        where="post",
+        color="tab:red",
+        label="best so far",
+    )
+    ax.set_xlabel("trial")
+    ax.set_ylabel("objective on training seeds (lower is better)")
+    ax.set_title(title)
+    ax.grid(alpha=0.3)
+    ax.legend()
+    return fig
+
+
+def tune_landscape(
+    x: Sequence[float],
+    y: Sequence[float],
+    scores: Sequence[float],
+    names: tuple[str, str],
+    best: tuple[float, float],
+    title: str,
+) -> Figure:
+    """The objective over the two most important parameters, one point per trial."""
+    fig, ax = plt.subplots(figsize=(7, 5), layout="constrained")
+    points = ax.scatter(x, y, c=scores, cmap="viridis_r", s=36, edgecolors="k", linewidths=0.3)
+    ax.scatter(
+        [best[0]], [best[1]], marker="*", s=260, color="tab:red", edgecolors="k", label="best"
+    )
+    fig.colorbar(points, ax=ax, label="objective (lower is better)")
+    ax.set_xlabel(names[0])
+    ax.set_ylabel(names[1])
+    if min(x) > 0 and max(x) / min(x) > 20:
+        ax.set_xscale("log")
+    if min(y) > 0 and max(y) / min(y) > 20:
+        ax.set_yscale("log")
+    ax.set_title(title)
+    ax.legend(loc="best")
+    return fig

@@ -51,6 +51,7 @@ def step_row(result: EpisodeResult, rec: StepRecord) -> dict[str, Any]:
         "guard": rec.guard,
         "memory": rec.memory,
         "intercepted": rec.intercepted,
+        "attempt": result.attempt,
     }
 
 

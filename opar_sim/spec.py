@@ -24,6 +24,8 @@ from opar_sim.agents.base import Agent
 from opar_sim.agents.simulated import SimulatedAgent, SimulatedAgentParams
 from opar_sim.guardrails import Guardrail
 from opar_sim.loop import Limits
+from opar_sim.sweep import SweepAxis, SweepPoint, grid
+from opar_sim.tuning import TuneSpec
 
 
 class SpecError(ValueError):
@@ -89,6 +91,12 @@ class ExperimentSpec(_Strict):
     limits: LimitsSpec = Field(default_factory=LimitsSpec)
     guardrail: GuardrailSpec | None = None  # issue 6: off unless the table is given
     reflexion: ReflexionSpec = Field(default_factory=ReflexionSpec)  # issue 6
+    sweep: dict[str, SweepAxis] = Field(
+        default_factory=dict, description="dotted spec path -> values, for `opar-sim sweep`"
+    )
+    tune: TuneSpec | None = Field(
+        None, description="search space and objective, for `opar-sim tune`"
+    )
 
     def controller_list(self) -> list[ControllerSpec]:
         """The controllers this experiment runs, in order."""
@@ -111,6 +119,26 @@ def parse_spec(data: dict[str, Any], source: str = "spec") -> ExperimentSpec:
         raise SpecError(f"{source}: {_first_error(exc)}") from None
     build(spec, source)  # validate the components' own parameters
     return spec
+
+
+def sweep_points(
+    spec: ExperimentSpec, source: str = "spec"
+) -> list[tuple[SweepPoint, ExperimentSpec]]:
+    """The sweep grid of ``spec``, each point validated; errors name the sweep path."""
+    if not spec.sweep:
+        raise SpecError(f"{source}: no [sweep] table: nothing to sweep")
+    try:
+        points = grid(spec.model_dump(), spec.sweep)
+    except ValueError as exc:
+        raise SpecError(f"{source}: sweep: {exc}") from None
+    out = []
+    for point in points:
+        where = ", ".join(f"{k} = {v!r}" for k, v in point.assignment.items())
+        try:
+            out.append((point, parse_spec(point.data, f"sweep point {where}")))
+        except SpecError as exc:
+            raise SpecError(f"{source}: {exc}") from None
+    return out
 
 
 def load_spec(path: str | Path) -> ExperimentSpec:
