@@ -190,6 +190,15 @@ class Plant(SimTask):
         return f"y = {self.y:.3f} after {self.k} samples"
 
     # -- classic analysis ------------------------------------------------------
+    def step(self, u: float) -> float:
+        """Apply input ``u`` for one sample, with no tool latency or failure; return m_{k+1}.
+
+        For classic control analysis (relay tests, closed loops driven by a PID),
+        which drives the plant directly rather than through an agent's tools.
+        """
+        self._apply(Action.of("actuate", u=u))
+        return self.measured
+
     def ultimate_gain(self, tol: float = 1e-6) -> float:
         """K_u: the proportional gain at which the closed loop reaches the stability limit."""
         d = self.params.dead_time
