@@ -19,6 +19,7 @@ import simpy
 from controllers.base import Controller, ReflectContext, Truth
 from environments.base import Task
 from opar_sim.agents.base import Agent
+from opar_sim.guardrails import Guardrail
 from opar_sim.models import (
     ActionResult,
     ControlSignal,
@@ -70,6 +71,7 @@ def run_episode(
     *,
     episode: int = 0,
     supervisor: Supervisor | None = None,
+    guardrail: Guardrail | None = None,
 ) -> EpisodeResult:
     """Run one episode to its outcome; never raises for anything the episode does."""
     env = simpy.Environment()
@@ -82,7 +84,9 @@ def run_episode(
         # guards draw (a human approver's errors) from a child of the controller stream
         supervisor.reset(rngs.controller.spawn(1)[0])
     run = _Run([])
-    proc = env.process(_opar(env, task, agent, controller, limits, cost, run, supervisor))
+    proc = env.process(
+        _opar(env, task, agent, controller, limits, cost, run, supervisor, guardrail)
+    )
     env.run(until=proc | env.timeout(limits.time_budget))
     if not proc.triggered:
         run.stop = "time"
@@ -99,6 +103,7 @@ def _opar(
     cost: Cost,
     run: _Run,
     supervisor: Supervisor | None,
+    guardrail: Guardrail | None = None,
 ) -> Generator[simpy.Event, Any, None]:
     plan: Plan | None = None
     fresh = True
@@ -106,6 +111,7 @@ def _opar(
     last_reflect: float | None = None
     plan_age = 0
     invalid_in_a_row = 0
+    confidence = 0.0  # the agent's confidence at its last Reflect (guardrails read it)
     for t in range(1, limits.max_steps + 1):
         if cost.tokens + agent.max_step_tokens(fresh) > limits.token_budget:
             run.stop = "tokens"
@@ -120,9 +126,16 @@ def _opar(
             plan_age = 0
         # Act
         choice = yield from agent.act(env, plan)
+        # guardrails (issue 6): a high-risk call is reviewed before it runs
+        intercepted = None
+        if guardrail is not None and choice.action is not None:
+            intercepted = guardrail.review(task, choice.action, confidence)
         if choice.action is None:
             result = ActionResult(False, "output failed validation", 0.0, choice.error)
             invalid_in_a_row += 1
+        elif intercepted is not None:
+            invalid_in_a_row = 0
+            result = ActionResult(False, f"intercepted: {intercepted}", 0.0, "intercepted")
         else:
             invalid_in_a_row = 0
             cost.tool_calls += 1
@@ -130,6 +143,7 @@ def _opar(
         agent.absorb(result)
         # Reflect
         evaluation = yield from agent.evaluate(env, task, choice.action, result)
+        confidence = evaluation.confidence
         plan_age += 1
         now = env.now
         ctx = ReflectContext(
@@ -159,6 +173,8 @@ def _opar(
             context_tokens=agent.context_tokens,
             answer=task.answer(),
             error=choice.error,
+            memory=evaluation.memory_update,
+            intercepted=intercepted,
         )
         run.steps.append(record)
         if supervisor is not None:

@@ -190,3 +190,35 @@ def tune_landscape(
     ax.set_title(title)
     ax.legend(loc="best")
     return fig
+
+
+def relay_figure(
+    outputs: Sequence[float],
+    inputs: Sequence[float],
+    responses: Mapping[str, Sequence[float]],
+    title: str,
+) -> Figure:
+    """The relay test's limit cycle, and set-point responses under each set of PID gains."""
+    fig, (ax_r, ax_c) = plt.subplots(1, 2, figsize=(12, 4.4), layout="constrained")
+    outputs, inputs = outputs[:121], inputs[:120]  # the first cycles are enough to see
+    k = np.arange(len(outputs))
+    ax_r.plot(k, outputs, lw=1.2, label="output y")
+    ax_r.step(
+        np.arange(len(inputs)), inputs, where="post", lw=0.8, alpha=0.7, label="relay input u"
+    )
+    ax_r.axhline(1.0, color="0.4", ls=":", lw=0.8)
+    ax_r.set_xlabel("sample")
+    ax_r.set_ylabel("plant output / input")
+    ax_r.set_title("relay test: limit cycle at the ultimate period")
+    ax_r.legend(fontsize=8)
+    ax_r.grid(alpha=0.3)
+    for name, ys in responses.items():
+        ax_c.plot(np.arange(len(ys)), ys, lw=1.5, label=name)
+    ax_c.axhline(1.0, color="0.4", ls=":", lw=0.8)
+    ax_c.set_xlabel("sample")
+    ax_c.set_ylabel("plant output y (set-point 1.0)")
+    ax_c.set_title("closed loop with a load step (held-out seed)")
+    ax_c.legend(fontsize=8)
+    ax_c.grid(alpha=0.3)
+    fig.suptitle(title)
+    return fig

@@ -49,6 +49,9 @@ def step_row(result: EpisodeResult, rec: StepRecord) -> dict[str, Any]:
         "answer": rec.answer,
         "error": rec.error,
         "guard": rec.guard,
+        "memory": rec.memory,
+        "intercepted": rec.intercepted,
+        "attempt": result.attempt,
     }
 
 
@@ -75,6 +78,7 @@ def episode_row(result: EpisodeResult) -> dict[str, Any]:
         "sim_seconds": c.sim_seconds,
         "tool_calls": c.tool_calls,
         "replans": c.replans,
+        "attempt": result.attempt,
     }
 
 

@@ -6,8 +6,8 @@ A command module defines ``NAME``, ``HELP``, ``add_arguments(parser)`` and
 
 from types import ModuleType
 
-from opar_sim.commands import list_cmd, run_cmd, sweep_cmd, tune_cmd
+from opar_sim.commands import list_cmd, relay_cmd, run_cmd, sweep_cmd, tune_cmd
 
-COMMANDS: tuple[ModuleType, ...] = (run_cmd, sweep_cmd, tune_cmd, list_cmd)
+COMMANDS: tuple[ModuleType, ...] = (run_cmd, sweep_cmd, tune_cmd, relay_cmd, list_cmd)
 
 __all__ = ["COMMANDS"]
