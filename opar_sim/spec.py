@@ -35,7 +35,9 @@ class SpecError(ValueError):
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # ±inf is a meaningful parameter (an open output limit, a rule switched off): keep it
+    # through the JSON round trip to workers and spec.json instead of turning it into null
+    model_config = ConfigDict(extra="forbid", ser_json_inf_nan="constants")
 
 
 class TaskSpec(_Strict):

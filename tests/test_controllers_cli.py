@@ -53,3 +53,16 @@ def test_a_bad_guard_exits_2_naming_the_key(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "guards.human.latency" in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "out").exists()
+
+
+def test_infinite_parameters_survive_the_trip_to_the_workers(tmp_path):
+    spec = tmp_path / "inf.toml"
+    spec.write_text(
+        'name = "inf"\nepisodes = 3\n[controller]\nname = "pid"\n[controller.params]\n'
+        "give_up_after = inf\noutput_limits = [-inf, 2.0]\n"
+    )
+    out = tmp_path / "run"
+    assert main(["run", str(spec), "--workers", "1", "--out", str(out)]) == 0
+    assert main(["run", str(spec), "--workers", "1", "--out", str(out), "--resume"]) == 0
+    params = json.loads((out / "spec.json").read_text())["controller"]["params"]
+    assert params == {"give_up_after": float("inf"), "output_limits": [float("-inf"), 2.0]}
