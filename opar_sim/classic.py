@@ -113,14 +113,17 @@ def tyreus_luyben(ku: float, pu: float) -> PIDGains:
 def closed_loop(
     params: Mapping[str, Any], gains: PIDGains, seed: int, episode: int, samples: int = 60
 ) -> list[float]:
-    """The plant's output under a PID from rest, with its load step; input clipped to range."""
+    """The plant's output under a PID from rest, with its load step.
+
+    The PID's output is limited to the plant's input range, and its integral
+    is clamped by those limits (anti-windup), as a real loop would be.
+    """
     plant = make_plant(params, seed, episode)
-    pid = CognitivePID(gains.kp, gains.ki, gains.kd)
     p = plant.params
+    pid = CognitivePID(gains.kp, gains.ki, gains.kd, output_limits=(p.u_min, p.u_max))
     measured = plant.measured
     for _ in range(samples):
-        effort = pid.update(SET_POINT - measured, 1.0)
-        measured = plant.step(min(p.u_max, max(p.u_min, effort)))
+        measured = plant.step(pid.update(SET_POINT - measured, 1.0))
     return list(plant.outputs)
 
 

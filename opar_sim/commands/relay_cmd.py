@@ -93,13 +93,13 @@ def contender_table(contenders: list[Contender], holdout: int) -> Table:
     table = Table(
         title=f"PID gains on the plant: IAE on {holdout} held-out episodes", title_justify="left"
     )
-    for column in ("gains", "kp", "ki", "kd", "IAE", "tuned better by", "95% CI"):
+    for column in ("gains", "kp", "ki", "kd", "IAE", "IAE - tuned", "95% CI"):
         table.add_column(column, justify="right")
     for c in contenders:
-        margin = ""
+        margin = interval = ""
         if c.name != "tuned":
             mean, lo, hi = next(x for x in contenders if x.name == "tuned").margin_over[c.name]
-            margin = f"{mean:+.3f} ({lo:+.3f} to {hi:+.3f})"
+            margin, interval = f"{mean:+.3f}", f"{lo:+.3f} to {hi:+.3f}"
         table.add_row(
             c.name,
             f"{c.gains.kp:.3f}",
@@ -107,5 +107,6 @@ def contender_table(contenders: list[Contender], holdout: int) -> Table:
             f"{c.gains.kd:.3f}",
             f"{c.holdout_iae:.3f}",
             margin,
+            interval,
         )
     return table
