@@ -6,12 +6,11 @@ checks) relies on; keep them stable.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
-from opar_sim.models import EpisodeResult, StepRecord
+import orjson
 
-_dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
+from opar_sim.models import EpisodeResult, StepRecord
 
 
 def step_row(result: EpisodeResult, rec: StepRecord) -> dict[str, Any]:
@@ -83,8 +82,8 @@ def episode_row(result: EpisodeResult) -> dict[str, Any]:
 
 
 def to_line(row: dict[str, Any]) -> str:
-    """One JSON line, deterministic for the same row."""
-    return _dumps(row) + "\n"
+    """One JSON line, deterministic for the same row (orjson: compact, UTF-8)."""
+    return orjson.dumps(row, option=orjson.OPT_APPEND_NEWLINE).decode()
 
 
 def episode_lines(result: EpisodeResult) -> tuple[str, str]:

@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from opar_sim import memory_plots, plots
 from opar_sim.executors import SerialExecutor
 from opar_sim.reflexion import success_by_attempt
@@ -147,7 +149,7 @@ def read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
     with open(path, encoding="utf-8") as f:
         for line in f:
             if line.endswith("\n"):
-                yield json.loads(line)
+                yield orjson.loads(line)
 
 
 def _resume_point(spec: ExperimentSpec, out: Path) -> int:
