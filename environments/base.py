@@ -208,6 +208,22 @@ class SimTask(ABC):
     def wrong_actions(self) -> Sequence[Action]:
         return ()
 
+    def disturb(self, rng: np.random.Generator) -> str | None:
+        """Change the hidden world at random; say what changed, or None if nothing did.
+
+        The hook of the ``disturbance`` wrapper: a world that changes under the
+        agent.  The default world never changes.
+        """
+        return None
+
+    def violates(self, action: Action) -> str | None:
+        """The constraint of the goal that ``action`` visibly breaks, if any.
+
+        Guardrails read it before a high-risk call runs; it may use only what
+        the agent has seen.  The default knows of no constraint.
+        """
+        return None
+
     @property
     def feasible(self) -> bool:
         return True

@@ -22,7 +22,14 @@ from opar_sim.frames import to_frame
 from opar_sim.metrics import EpisodeResponse, episode_response, step_info
 from opar_sim.oscillation import action_cycles as find_cycles
 from opar_sim.oscillation import damping, replan_rhythm, trend_sign_changes
-from opar_sim.rundir import EpisodeTrace, check_run_dir, iter_episodes, iter_traces, read_spec
+from opar_sim.rundir import (
+    EpisodeTrace,
+    check_run_dir,
+    episode_key,
+    iter_episodes,
+    iter_traces,
+    read_spec,
+)
 from opar_sim.spec import ExperimentSpec
 from opar_sim.stats import Estimate, Proportion, bootstrap_mean, paired_difference, pass_hat_k
 from opar_sim.stats import success_rate as proportion
@@ -38,6 +45,7 @@ class EpisodeMetrics:
 
     controller: str
     episode: int
+    attempt: int  # Reflexion attempt at the episode seed (1 without Reflexion)
     outcome: str
     steps: int
     tokens: int
@@ -54,6 +62,11 @@ class EpisodeMetrics:
     oscillating: bool
     cycles: int  # action cycles found
     longest_cycle: int  # actions in the longest periodic stretch
+
+    @property
+    def key(self) -> tuple[int, int]:
+        """(episode, attempt): the same world for every controller (common random numbers)."""
+        return (self.episode, self.attempt)
 
     def row(self) -> dict[str, Any]:
         """A flat mapping of every field, step responses prefixed true_/est_."""
@@ -79,6 +92,7 @@ def episode_metrics(
     return EpisodeMetrics(
         controller=trace.controller,
         episode=trace.episode,
+        attempt=trace.attempt,
         outcome=str(row.get("outcome", "")),
         steps=len(trace),
         tokens=int(row.get("tokens", 0)),
@@ -184,12 +198,12 @@ def controller_metrics(
     settled = [e for e in episodes if e.response.true.settled]
     regret = token_regret = None
     if oracle is not None and name != ORACLE:
-        mine = {e.episode: float(s) for e, s in zip(episodes, successes, strict=True)}
-        best = {e.episode: float(s) for e, s in oracle}
+        mine = {e.key: float(s) for e, s in zip(episodes, successes, strict=True)}
+        best = {e.key: float(s) for e, s in oracle}
         regret = paired_difference(best, mine, rng)
         token_regret = paired_difference(
-            {e.episode: float(e.tokens) for e in episodes},
-            {e.episode: float(e.tokens) for e, _ in oracle},
+            {e.key: float(e.tokens) for e in episodes},
+            {e.key: float(e.tokens) for e, _ in oracle},
             rng,
         )
     return ControllerMetrics(
@@ -262,13 +276,13 @@ def analyze(path: Path, *, thrash_k: int = 2, keep: int = 300, seed: int = 0) ->
     """Measure every episode of the run in ``path`` (RunDirError if it is not one)."""
     check_run_dir(path)
     spec = read_spec(path)
-    rows = {(str(r["controller"]), int(r["episode"])): r for r in _slim(iter_episodes(path))}
+    rows = {episode_key(r): r for r in _slim(iter_episodes(path))}
     times = [float(r.get("sim_seconds", 0.0)) for r in rows.values()]
     horizon = spec.limits.time_budget if spec is not None else max(times, default=0.0)
     by_controller: dict[str, list[EpisodeMetrics]] = {}
     traces: dict[str, list[EpisodeTrace]] = {}
     for trace in iter_traces(path):
-        row = rows.get((trace.controller, trace.episode))
+        row = rows.get((trace.controller, trace.episode, trace.attempt))
         if row is None or len(trace) == 0:
             continue  # an interrupted run: steps written, episode line not
         metrics = episode_metrics(trace, row, horizon, thrash_k)
@@ -278,7 +292,7 @@ def analyze(path: Path, *, thrash_k: int = 2, keep: int = 300, seed: int = 0) ->
             kept.append(trace)
     task = spec.task.name if spec is not None else "task"
     success = {
-        name: [bool(rows[(name, e.episode)].get("success")) for e in eps]
+        name: [bool(rows[(name, *e.key)].get("success")) for e in eps]
         for name, eps in by_controller.items()
     }
     oracle = None
@@ -293,7 +307,7 @@ def analyze(path: Path, *, thrash_k: int = 2, keep: int = 300, seed: int = 0) ->
     return RunAnalysis(path, spec, controllers, episodes, traces, thrash_k)
 
 
-_KEEP_FIELDS = ("controller", "episode", "outcome", "success", "tokens", "sim_seconds")
+_KEEP_FIELDS = ("controller", "episode", "attempt", "outcome", "success", "tokens", "sim_seconds")
 
 
 def _slim(rows: Iterable[dict[str, Any]]) -> Iterable[dict[str, Any]]:

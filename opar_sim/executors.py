@@ -23,6 +23,8 @@ T = TypeVar("T")
 
 Kind = Literal["serial", "process", "dask"]
 
+DASK_CONNECT_TIMEOUT = "10s"  # how long to wait for an existing scheduler
+
 
 class ExecutorError(RuntimeError):
     """An executor could not be started (bad address, missing package)."""
@@ -80,7 +82,7 @@ def _dask_client(config: ExecutorConfig) -> Iterator[Any]:
         raise ExecutorError("dask is not installed: pip install 'opar-sim[dask]'") from None
     if config.scheduler:
         try:
-            client = Client(config.scheduler, timeout="10s")  # type: ignore[no-untyped-call]
+            client = Client(config.scheduler, timeout=DASK_CONNECT_TIMEOUT)  # type: ignore[no-untyped-call]
         except (OSError, TimeoutError) as exc:
             raise ExecutorError(
                 f"cannot reach the Dask scheduler {config.scheduler}: {exc}"

@@ -87,26 +87,40 @@ def sweep_figure(rows: Sequence[Mapping[str, Any]], title: str) -> Figure:
     )
     if len(paths) == 2 and numeric and len(controllers) == 1:
         return _sweep_heatmaps(rows, paths, controllers[0], title)
-    fig, (ax_s, ax_t) = plt.subplots(1, 2, figsize=(11, 4.2), layout="constrained")
+    fig, (ax_s, ax_t) = plt.subplots(1, 2, figsize=(12, 4.4), layout="constrained")
     labels = [
         ", ".join(f"{k.rsplit('.', 1)[-1]}={v}" for k, v in r["assignment"].items()) for r in rows
     ]
-    x = np.arange(len(rows))
-    if len(paths) == 1 and numeric:
-        x = np.array([float(r["assignment"][paths[0]]) for r in rows])
-    for name in controllers:
+    line = len(paths) == 1 and numeric
+    x = np.array([float(r["assignment"][paths[0]]) for r in rows]) if line else np.arange(len(rows))
+    width = 0.8 / max(1, len(controllers))
+    for k, name in enumerate(controllers):
         rate = np.array([r["summary"][name]["success_rate"] for r in rows])
         lo = np.array([r["summary"][name]["success_ci95"][0] for r in rows])
         hi = np.array([r["summary"][name]["success_ci95"][1] for r in rows])
-        ax_s.errorbar(x, rate, yerr=[rate - lo, hi - rate], marker="o", capsize=3, label=name)
-        ax_t.plot(x, [r["summary"][name]["mean_tokens"] for r in rows], marker="o", label=name)
+        below, above = np.clip(rate - lo, 0, None), np.clip(hi - rate, 0, None)
+        tokens = [r["summary"][name]["mean_tokens"] for r in rows]
+        if line:
+            ax_s.errorbar(x, rate, yerr=[below, above], marker="o", capsize=3, label=name)
+            ax_t.plot(x, tokens, marker="o", label=name)
+        else:  # categorical points: grouped bars, one colour per controller
+            at = x - 0.4 + width * (k + 0.5)
+            ax_s.bar(at, rate, width, yerr=[below, above], capsize=2, label=name)
+            ax_t.bar(at, tokens, width, label=name)
     for ax in (ax_s, ax_t):
-        if len(paths) == 1 and numeric:
+        if line:
             ax.set_xlabel(paths[0])
         else:
-            ax.set_xticks(x, labels, rotation=45, ha="right", fontsize=7)
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=8)
+            ax.set_xticks(
+                x,
+                labels,
+                rotation=20 if len(rows) > 3 else 0,
+                ha="right" if len(rows) > 3 else "center",
+                fontsize=8,
+            )
+        ax.grid(alpha=0.3, axis="y")
+    handles, names = ax_s.get_legend_handles_labels()
+    fig.legend(handles, names, loc="outside right center", fontsize=8)
     ax_s.set_ylabel("success rate (95% CI)")
     ax_s.set_ylim(0, 1.02)
     ax_t.set_ylabel("mean tokens per episode")
@@ -192,4 +206,36 @@ def tune_landscape(
         ax.set_yscale("log")
     ax.set_title(title)
     ax.legend(loc="best")
+    return fig
+
+
+def relay_figure(
+    outputs: Sequence[float],
+    inputs: Sequence[float],
+    responses: Mapping[str, Sequence[float]],
+    title: str,
+) -> Figure:
+    """The relay test's limit cycle, and set-point responses under each set of PID gains."""
+    fig, (ax_r, ax_c) = plt.subplots(1, 2, figsize=(12, 4.4), layout="constrained")
+    outputs, inputs = outputs[:121], inputs[:120]  # the first cycles are enough to see
+    k = np.arange(len(outputs))
+    ax_r.plot(k, outputs, lw=1.2, label="output y")
+    ax_r.step(
+        np.arange(len(inputs)), inputs, where="post", lw=0.8, alpha=0.7, label="relay input u"
+    )
+    ax_r.axhline(1.0, color="0.4", ls=":", lw=0.8)
+    ax_r.set_xlabel("sample")
+    ax_r.set_ylabel("plant output / input")
+    ax_r.set_title("relay test: limit cycle at the ultimate period")
+    ax_r.legend(fontsize=8)
+    ax_r.grid(alpha=0.3)
+    for name, ys in responses.items():
+        ax_c.plot(np.arange(len(ys)), ys, lw=1.5, label=name)
+    ax_c.axhline(1.0, color="0.4", ls=":", lw=0.8)
+    ax_c.set_xlabel("sample")
+    ax_c.set_ylabel("plant output y (set-point 1.0)")
+    ax_c.set_title("closed loop with a load step (held-out seed)")
+    ax_c.legend(fontsize=8)
+    ax_c.grid(alpha=0.3)
+    fig.suptitle(title)
     return fig

@@ -9,7 +9,6 @@ a time.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -18,8 +17,10 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+import orjson
 
 from opar_sim.frames import to_frame
+from opar_sim.runner import read_jsonl
 from opar_sim.spec import ExperimentSpec
 
 FloatArray = npt.NDArray[np.float64]
@@ -53,14 +54,20 @@ def read_spec(path: Path) -> ExperimentSpec | None:
 
 
 def _rows(file: Path) -> Iterator[dict[str, Any]]:
-    with open(file, encoding="utf-8") as handle:
-        for number, line in enumerate(handle, 1):
-            if not line.strip():
-                continue
-            try:
-                yield json.loads(line)
-            except json.JSONDecodeError:
-                raise RunDirError(f"{file}:{number}: not a JSON line") from None
+    """The complete lines of a JSON-lines file (a half-written last line is skipped)."""
+    try:
+        yield from read_jsonl(file)
+    except orjson.JSONDecodeError as exc:
+        raise RunDirError(f"{file}: not JSON lines ({exc})") from None
+
+
+def episode_key(row: dict[str, Any]) -> tuple[str, int, int]:
+    """(controller, episode, attempt) of an episodes.jsonl or steps.jsonl row.
+
+    Reflexion runs attempt an episode seed several times (``attempt`` 1, 2, ...);
+    each attempt is a unit of its own, as in summary.json.
+    """
+    return (str(row.get("controller", "")), int(row["episode"]), int(row.get("attempt") or 1))
 
 
 def iter_episodes(path: Path) -> Iterator[dict[str, Any]]:
@@ -82,6 +89,7 @@ class EpisodeTrace:
     signals: list[str | None]
     actions: list[str | None]
     terms: dict[str, FloatArray] = field(default_factory=dict)
+    attempt: int = 1  # Reflexion attempt at this episode seed
 
     def __len__(self) -> int:
         return len(self.step)
@@ -124,6 +132,7 @@ def _trace(rows: list[dict[str, Any]]) -> EpisodeTrace:
         signals=[r.get("signal") for r in rows],
         actions=[r.get("action") for r in rows],
         terms=terms,
+        attempt=int(first.get("attempt") or 1),
     )
 
 
@@ -135,18 +144,18 @@ def iter_traces(path: Path, *, sub_agents: bool = False) -> Iterator[EpisodeTrac
     ``sub_agents``.
     """
     block: list[dict[str, Any]] = []
-    key: tuple[str, int, str] | None = None
-    seen: tuple[str, int] | None = None
+    key: tuple[tuple[str, int, int], str] | None = None
+    last_episode: tuple[str, int, int] | None = None
     for row in _rows(path / "steps.jsonl"):
-        row_key = (str(row.get("controller", "")), int(row["episode"]), str(row.get("agent", "")))
+        row_key = (episode_key(row), str(row.get("agent", "")))
         if row_key != key and block:
-            if sub_agents or seen != (block[0].get("controller", ""), block[0]["episode"]):
+            if sub_agents or key is None or key[0] != last_episode:
                 yield _trace(block)
-            seen = (str(block[0].get("controller", "")), int(block[0]["episode"]))
+            last_episode = key[0] if key is not None else None
             block = []
         key = row_key
         block.append(row)
-    if block and (sub_agents or seen != (block[0].get("controller", ""), block[0]["episode"])):
+    if block and (sub_agents or key is None or key[0] != last_episode):
         yield _trace(block)
 
 

@@ -18,8 +18,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from opar_sim import plots
+import orjson
+
+from opar_sim import memory_plots, plots
 from opar_sim.executors import SerialExecutor
+from opar_sim.reflexion import success_by_attempt
 from opar_sim.spec import ExperimentSpec, SpecError, build
 from opar_sim.summary import Summary
 from opar_sim.work import Chunk, ChunkResult, plan_chunks, run_chunk
@@ -87,8 +90,19 @@ def finish_run(
 ) -> RunResult:
     """Write summary.json and the figures from the files on disk."""
     summary = Summary()
+    attempt_rows: dict[str, list[tuple[int, int, bool]]] = {}
+    last: dict[str, Any] | None = None
     for row in read_jsonl(out / "episodes.jsonl"):
-        summary.add_row(row)
+        # issue 6: with Reflexion attempts an episode seed has several rows, in attempt
+        # order; the summary judges each seed by its last attempt
+        if last is not None and _key(last) != _key(row):
+            summary.add_row(last)
+        last = row
+        attempt_rows.setdefault(str(row["controller"]), []).append(
+            (int(row["episode"]), int(row.get("attempt", 1)), bool(row["success"]))
+        )
+    if last is not None:
+        summary.add_row(last)
     table = summary.as_dict()
     (out / "summary.json").write_text(json.dumps(table, indent=2) + "\n", encoding="utf-8")
     written: list[str] = []
@@ -98,6 +112,13 @@ def finish_run(
         written = plots.save(
             plots.convergence_figure(progress, estimate, title), str(out / "progress")
         )
+        if spec.reflexion.attempts > 1:
+            curves = {
+                name: success_by_attempt(rows, spec.reflexion.attempts)
+                for name, rows in attempt_rows.items()
+            }
+            fig = memory_plots.learning_curve_figure(curves, f"{spec.name}: success by attempt")
+            written += plots.save(fig, str(out / "learning_curve"))
     return RunResult(out, table, written, resumed_from)
 
 
@@ -128,11 +149,13 @@ def read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
     with open(path, encoding="utf-8") as f:
         for line in f:
             if line.endswith("\n"):
-                yield json.loads(line)
+                yield orjson.loads(line)
 
 
 def _resume_point(spec: ExperimentSpec, out: Path) -> int:
     """Check ``out`` holds this spec's run, cut any half-written tail, return episodes done."""
+    if spec.reflexion.attempts > 1:
+        raise SpecError("--resume: runs with [reflexion] attempts > 1 cannot be resumed yet")
     spec_file = out / "spec.json"
     if not spec_file.is_file():
         raise SpecError(f"--resume: {out} holds no run to resume")
@@ -183,13 +206,13 @@ def _convergence_series(
     """Per controller, each episode's true and estimated progress by step (first episodes)."""
     progress: dict[str, list[list[float]]] = {}
     estimate: dict[str, list[list[float]]] = {}
-    current: tuple[str, int] | None = None
+    current: tuple[str, int, int] | None = None
     true_row: list[float] = []
     est_row: list[float] = []
     for row in read_jsonl(steps_path):
         if row.get("parent") is not None:
             continue  # a sub-agent's step: the figure follows the top-level agent
-        key = _key(row)
+        key = (*_key(row), int(row.get("attempt", 1)))  # issue 6: attempts are episodes here
         if key != current:
             if current is not None and len(progress.get(current[0], [])) < FIGURE_EPISODES:
                 progress.setdefault(current[0], []).append(true_row)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -112,8 +113,8 @@ def bootstrap_mean(
 
 
 def paired_difference(
-    a: Mapping[int, float], b: Mapping[int, float], rng: np.random.Generator
+    a: Mapping[Any, float], b: Mapping[Any, float], rng: np.random.Generator
 ) -> Estimate:
-    """Mean of a − b over the episodes both ran (paired by index), with a bootstrap interval."""
+    """Mean of a − b over the keys (episodes) both have, with a bootstrap interval."""
     common = sorted(set(a) & set(b))
     return bootstrap_mean(np.array([a[i] - b[i] for i in common]), rng)

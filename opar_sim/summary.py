@@ -17,7 +17,8 @@ def wilson_interval(successes: int, n: int, z: float = 1.959964) -> tuple[float,
     denom = 1 + z * z / n
     centre = (phat + z * z / (2 * n)) / denom
     half = z * math.sqrt(phat * (1 - phat) / n + z * z / (4 * n * n)) / denom
-    return (max(0.0, centre - half), min(1.0, centre + half))
+    # clamp to [0, 1] and around p̂ itself, which rounding can push just outside
+    return (min(phat, max(0.0, centre - half)), max(phat, min(1.0, centre + half)))
 
 
 @dataclass

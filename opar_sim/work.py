@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from opar_sim.loop import run_episode
 from opar_sim.records import episode_lines
+from opar_sim.reflexion import run_attempts
 from opar_sim.seeding import episode_seed
 from opar_sim.spec import Components, ExperimentSpec, build
 
@@ -58,16 +58,28 @@ def run_chunk(chunk: Chunk) -> ChunkResult:
     task = parts.make_task()
     agent = parts.make_agent()
     controller = parts.controllers[chunk.controller][1]()
+    supervisor = parts.make_supervisor()  # the [guards] table; reset every episode
     episode_text: list[str] = []
     step_text: list[str] = []
     for i in range(chunk.start, chunk.stop):
-        result = run_episode(
-            task, agent, controller, parts.limits, episode_seed(spec.seed, i), episode=i
+        # issue 6: Reflexion attempts (1 by default) and guardrails (None by default)
+        tries = run_attempts(
+            task,
+            agent,
+            controller,
+            parts.limits,
+            episode_seed(spec.seed, i),
+            attempts=spec.reflexion.attempts,
+            keep=spec.reflexion.keep,
+            episode=i,
+            guardrail=parts.guardrail,
+            supervisor=supervisor,
         )
-        episode, steps = episode_lines(result)
-        episode_text.append(episode)
-        if chunk.with_steps:
-            step_text.append(steps)
+        for result in tries:
+            episode, steps = episode_lines(result)
+            episode_text.append(episode)
+            if chunk.with_steps:
+                step_text.append(steps)
     return ChunkResult(chunk, "".join(episode_text), "".join(step_text))
 
 
@@ -80,7 +92,7 @@ def plan_chunks(
     and large enough that sending them costs little next to running them.
     """
     spec_json = spec.model_dump_json()
-    size = max(1, min(200, spec.episodes // (8 * parallelism) or 1))
+    size = max(1, min(50, spec.episodes // (8 * parallelism) or 1))
     chunks: list[Chunk] = []
     for c in range(len(spec.controller_list())):
         first = max(0, skip - c * spec.episodes)

@@ -17,7 +17,7 @@ from opar_sim.cli import main
 from opar_sim.commands.compare_cmd import with_controllers
 from opar_sim.rundir import iter_episodes, iter_traces
 from opar_sim.runner import run_experiment
-from opar_sim.spec import load_spec, with_overrides
+from opar_sim.spec import load_spec, parse_spec, with_overrides
 from opar_sim.tables import comparison_table, response_table
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -251,3 +251,21 @@ def test_sub_agent_steps_are_not_mixed_into_the_episode(tmp_path):
     assert [(t.episode, t.agent) for t in traces] == [(0, "main"), (1, "main")]
     assert np.array_equal(traces[0].progress, [0.5])
     assert len(list(iter_traces(tmp_path, sub_agents=True))) == 3
+
+
+def test_reflexion_attempts_are_measured_one_by_one(tmp_path):
+    data = load_spec(SPEC).model_dump()
+    data |= {"episodes": 10, "reflexion": {"attempts": 3, "keep": 2}}
+    data["compare"] = [{"name": "pid", "params": {}}, {"name": "threshold", "params": {}}]
+    run_experiment(parse_spec(data), tmp_path / "run", figures=False)
+    rows = list(iter_episodes(tmp_path / "run"))
+    assert max(r["attempt"] for r in rows) > 1  # some seeds needed a second attempt
+    traces = list(iter_traces(tmp_path / "run"))
+    assert [(t.controller, t.episode, t.attempt, len(t)) for t in traces] == [
+        (r["controller"], r["episode"], r["attempt"], r["steps"]) for r in rows
+    ]
+    analysis = analyze(tmp_path / "run")
+    assert sum(m.episodes for m in analysis.controllers.values()) == len(rows)
+    assert analysis.controllers["pid"].success.successes == sum(
+        r["success"] for r in rows if r["controller"] == "pid"
+    )

@@ -145,3 +145,31 @@ def test_a_killed_sweep_resumes_to_the_same_files(tmp_path):
     assert 0 < done_before < total, "the sweep was not caught halfway"
     assert main(["sweep", spec_path, "--workers", "1", "--out", str(killed), "--resume"]) == 0
     assert tree(killed) == tree(whole)
+
+
+def test_run_on_an_existing_dask_scheduler(tmp_path):
+    from distributed import LocalCluster
+
+    spec = write_spec(tmp_path, episodes=10)
+    with LocalCluster(n_workers=1, threads_per_worker=1, dashboard_address=None) as cluster:
+        out = tmp_path / "dask"
+        argv = ["sweep", spec, "--scheduler", cluster.scheduler_address, "--out", str(out)]
+        assert main(argv) == 0
+    serial = tmp_path / "serial"
+    assert main(["sweep", spec, "--workers", "1", "--out", str(serial)]) == 0
+    assert tree(out) == tree(serial)
+
+
+def test_an_unreachable_scheduler_is_one_line_and_exit_2(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr("opar_sim.executors.DASK_CONNECT_TIMEOUT", "1s")
+    argv = [
+        "run",
+        write_spec(tmp_path),
+        "--scheduler",
+        "tcp://127.0.0.1:9",
+        "--out",
+        str(tmp_path / "o"),
+    ]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "cannot reach the Dask scheduler" in err and len(err.strip().splitlines()) == 1
