@@ -65,15 +65,18 @@ def convergence_figure(
     return fig
 
 
-def save(fig: Figure, path_stem: str) -> list[str]:
-    """Save a figure as PNG and SVG (and close it); return the paths written."""
-    png, svg = f"{path_stem}.png", f"{path_stem}.svg"
+def save(fig: Figure, path_stem: str, *, svg: bool = False) -> list[str]:
+    """Save a figure as PNG (and SVG with ``svg``), close it; return the paths written."""
+    png = f"{path_stem}.png"
     fig.savefig(png, dpi=110)
-    # no creation date and a fixed id salt: the same figure gives the same bytes
-    with plt.rc_context({"svg.hashsalt": "opar-sim"}):
-        fig.savefig(svg, metadata={"Date": None})
+    paths = [png]
+    if svg:
+        # no creation date and a fixed id salt: the same figure gives the same bytes
+        with plt.rc_context({"svg.hashsalt": "opar-sim"}):
+            fig.savefig(f"{path_stem}.svg", metadata={"Date": None})
+        paths.append(f"{path_stem}.svg")
     plt.close(fig)
-    return [png, svg]
+    return paths
 
 
 def sweep_figure(rows: Sequence[Mapping[str, Any]], title: str) -> Figure:

@@ -58,7 +58,7 @@ class FigureSet:
         out.mkdir(parents=True, exist_ok=True)
         paths: list[str] = []
         for stem, fig in self.figures.items():
-            paths += save(fig, str(out / stem))
+            paths += save(fig, str(out / stem), svg=True)
         return paths
 
 
