@@ -36,7 +36,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``opar-sim``; returns the exit status."""
-    console = Console()
+    # a terminal sets its own width; piped output (logs, CI) gets room for the wide tables
+    console = Console() if sys.stdout.isatty() else Console(width=160)
     try:
         args = build_parser().parse_args(argv)
         command = next(c for c in COMMANDS if args.command == c.NAME)
