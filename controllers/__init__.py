@@ -2,23 +2,43 @@
 
 ``controllers.make(name, **params)`` builds a registered controller.  Every
 controller follows the ``Controller`` protocol: ``reset()`` and
-``decide(evaluation, ctx) -> Decision``.
+``decide(evaluation, ctx) -> Decision``; ``check_controller`` checks it.
 """
 
 from controllers.base import Controller, ReflectContext, Truth
+from controllers.checker import ControllerCheckError, check_controller
+from controllers.confidence import ConfidenceReflector
+from controllers.discrete_pid import DiscretePID
+from controllers.fixed_interval import FixedInterval
+from controllers.open_loop import OpenLoop
+from controllers.oracle import Oracle
 from controllers.pid import CognitivePID
 from controllers.registry import describe, make, names, register
+from controllers.stall_counter import StallCounter
 from controllers.threshold import ThresholdReflector
 
 register("pid", CognitivePID)
 register("threshold", ThresholdReflector)
+register("confidence", ConfidenceReflector)
+register("open_loop", OpenLoop)
+register("fixed_interval", FixedInterval)
+register("stall_counter", StallCounter)
+register("oracle", Oracle)
 
 __all__ = [
     "CognitivePID",
+    "ConfidenceReflector",
     "Controller",
+    "ControllerCheckError",
+    "DiscretePID",
+    "FixedInterval",
+    "OpenLoop",
+    "Oracle",
     "ReflectContext",
+    "StallCounter",
     "ThresholdReflector",
     "Truth",
+    "check_controller",
     "describe",
     "make",
     "names",

@@ -1,31 +1,51 @@
 """The cognitive PID of the OPAR document (§6.2) as a Reflect decision law.
 
-The error is e = 1 − δ_task (set-point: task complete).  The PID turns it into
-an effort u = P + I + D, with
+The error is e = setpoint − δ_task (set-point 1: task complete).  A
+``DiscretePID`` turns it into an effort u = P + I + D, with
 
 * P = kp·e — how far from the goal now;
 * I = Σ ki·e·dt — error accumulated over the history (repeated failure);
-* D = kd·(e − e_prev)/dt — the error's trend (approaching or drifting away),
-  0 on the first update and when dt = 0;
+* D = kd·de/dt — the error's trend (approaching or drifting away),
 
 dt being the simulated seconds between Reflect phases.  Built with no options
-this is exactly the textbook discrete PID (DESIGN.md §6).  The effort is then
-mapped to a signal: REPLAN when u reaches ``replan_threshold`` (the plan is not
-closing the error fast enough), TERMINATE when the error has settled inside
-``settle_band`` for ``settle_count`` consecutive Reflects with enough
-confidence, CONTINUE otherwise.
+``update`` is exactly the textbook discrete PID (DESIGN.md §6).
+
+The effort → signal map is where agent thrash comes from: a bare three-level
+relay on a noisy effort makes limit cycles (REPLAN, CONTINUE, REPLAN, ...),
+each REPLAN paying a full plan.  So the map has, in this order:
+
+1. **settling** — TERMINATE when the error has stayed inside ``settle_band``
+   for ``settle_count`` consecutive Reflects and the confidence is at least
+   ``confidence_floor``;
+2. **give-up** — TERMINATE (reason "give up") when the error accumulated over
+   the episode, Σ e·dt in error·seconds, has passed ``give_up_after`` and the
+   error has made no new low (by more than ``give_up_margin``) for
+   ``give_up_window`` Reflects: no trend toward the goal.  Off by default
+   (``give_up_after = inf``): on a feasible task giving up is a premature stop;
+3. **REPLAN relay** — REPLAN when u ≥ ``replan_threshold``, the plan has run
+   at least ``min_dwell`` steps, and the relay is armed.  With ``hysteresis``
+   h > 0 a REPLAN disarms the relay until u falls to ``replan_threshold − h``
+   (a Schmitt trigger: noise around the threshold cannot fire twice);
+   ``integral_on_replan`` then resets the integral, keeps it, or scales it by
+   ``integral_scale`` (bumpless transfer: the new plan inherits part of the
+   blame of the old one);
+4. CONTINUE otherwise.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 from controllers.base import ReflectContext, require_non_negative, require_unit
+from controllers.discrete_pid import DiscretePID
 from opar_sim.models import ControlSignal, Decision, Evaluation
 
+INTEGRAL_POLICIES = ("reset", "keep", "scale")
 
-class CognitivePID:
-    """A PID on the task error with an effort → CONTINUE/REPLAN/TERMINATE map."""
+
+class CognitivePID(DiscretePID):
+    """PID on e = 1 − δ_task: settled → TERMINATE, stalled → give up, u ≥ threshold → REPLAN."""
 
     name = "pid"
 
@@ -36,76 +56,114 @@ class CognitivePID:
         kd: float = 6.0,
         *,
         replan_threshold: float = 1.1,
+        hysteresis: float = 0.0,
+        min_dwell: int = 1,
+        integral_on_replan: str = "reset",
+        integral_scale: float = 0.5,
         settle_band: float = 0.1,
         settle_count: int = 2,
         confidence_floor: float = 0.0,
-        min_dwell: int = 1,
-        integral_on_replan: str = "reset",
+        give_up_after: float = math.inf,
+        give_up_window: int = 4,
+        give_up_margin: float = 0.05,
+        output_limits: Sequence[float | None] | None = None,
+        integral_limits: Sequence[float | None] | None = None,
+        integral_leak: float = 0.0,
+        back_calculation: float = 0.0,
+        derivative_on: str = "error",
+        tau: float = 0.0,
+        setpoint: float = 1.0,
     ) -> None:
         require_non_negative(
-            kp=kp, ki=ki, kd=kd, replan_threshold=replan_threshold, min_dwell=min_dwell
+            replan_threshold=replan_threshold,
+            hysteresis=hysteresis,
+            min_dwell=min_dwell,
+            give_up_after=give_up_after,
+            give_up_margin=give_up_margin,
         )
-        require_unit(settle_band=settle_band, confidence_floor=confidence_floor)
-        if settle_count < 1:
-            raise ValueError(f"settle_count must be >= 1, got {settle_count}")
-        if integral_on_replan not in ("reset", "keep"):
+        require_unit(
+            settle_band=settle_band,
+            confidence_floor=confidence_floor,
+            integral_scale=integral_scale,
+        )
+        for name, count in (("settle_count", settle_count), ("give_up_window", give_up_window)):
+            if count < 1:
+                raise ValueError(f"{name} must be >= 1, got {count}")
+        if integral_on_replan not in INTEGRAL_POLICIES:
             raise ValueError(
-                f"integral_on_replan must be 'reset' or 'keep', got {integral_on_replan!r}"
+                f"integral_on_replan must be 'reset', 'keep' or 'scale', got {integral_on_replan!r}"
             )
-        self.kp = kp
-        self.ki = ki
-        self.kd = kd
         self.replan_threshold = replan_threshold
+        self.hysteresis = hysteresis
+        self.min_dwell = min_dwell
+        self.integral_on_replan = integral_on_replan
+        self.integral_scale = integral_scale
         self.settle_band = settle_band
         self.settle_count = settle_count
         self.confidence_floor = confidence_floor
-        self.min_dwell = min_dwell
-        self.integral_on_replan = integral_on_replan
+        self.give_up_after = give_up_after
+        self.give_up_window = give_up_window
+        self.give_up_margin = give_up_margin
+        super().__init__(
+            kp,
+            ki,
+            kd,
+            output_limits=output_limits,
+            integral_limits=integral_limits,
+            integral_leak=integral_leak,
+            back_calculation=back_calculation,
+            derivative_on=derivative_on,
+            tau=tau,
+            setpoint=setpoint,
+        )
         self.reset()
 
-    # -- the PID itself ----------------------------------------------------------
     def reset(self) -> None:
-        """Clear the integral, the derivative memory and the settling counter."""
-        self._p = 0.0
-        self._i = 0.0
-        self._d = 0.0
-        self._previous: float | None = None
+        """Clear the PID, the settling and give-up memories, and re-arm the relay."""
+        super().reset()
         self._settled = 0
+        self._armed = True
+        self._accumulated = 0.0  # Σ e·dt over the episode; unlike I, never reset by a REPLAN
+        self._best_error = math.inf
+        self._since_best = 0
 
-    def update(self, error: float, dt: float) -> float:
-        """Advance the PID by one sample of ``error`` after ``dt`` seconds; return the effort."""
-        if not math.isfinite(error):
-            raise ValueError(f"error must be finite, got {error}")
-        if dt < 0 or not math.isfinite(dt):
-            raise ValueError(f"dt must be finite and >= 0, got {dt}")
-        self._p = self.kp * error
-        self._i += self.ki * error * dt
-        if self._previous is None or dt == 0:
-            self._d = 0.0
-        else:
-            self._d = self.kd * (error - self._previous) / dt
-        self._previous = error
-        return self._p + self._i + self._d
-
-    @property
-    def components(self) -> tuple[float, float, float]:
-        """The last (P, I, D) terms."""
-        return (self._p, self._i, self._d)
-
-    # -- the effort → signal map -----------------------------------------------
     def decide(self, evaluation: Evaluation, ctx: ReflectContext) -> Decision:
-        error = 1.0 - evaluation.delta_task
-        effort = self.update(error, ctx.dt)
-        p, i, d = self.components
-        terms = {"error": error, "p": p, "i": i, "d": d, "effort": effort}
-        if error <= self.settle_band:
-            self._settled += 1
+        measurement = evaluation.delta_task
+        error = self.setpoint - measurement
+        effort = self.update(error, ctx.dt, measurement=measurement)
+        self._accumulated += error * ctx.dt
+        if error < self._best_error - self.give_up_margin:
+            self._best_error = error
+            self._since_best = 0
         else:
-            self._settled = 0
+            self._since_best += 1
+        terms = {
+            "error": error,
+            "p": self._p,
+            "i": self._i,
+            "d": self._d,
+            "effort": effort,
+            "accumulated": self._accumulated,
+        }
+        self._settled = self._settled + 1 if error <= self.settle_band else 0
         if self._settled >= self.settle_count and evaluation.confidence >= self.confidence_floor:
             return Decision(ControlSignal.TERMINATE, "settled: error inside band", terms)
-        if effort >= self.replan_threshold and ctx.plan_age >= self.min_dwell:
-            if self.integral_on_replan == "reset":
-                self._i = 0.0
-            return Decision(ControlSignal.REPLAN, "effort above replan threshold", terms)
-        return Decision(ControlSignal.CONTINUE, "effort below replan threshold", terms)
+        if self._accumulated >= self.give_up_after and self._since_best >= self.give_up_window:
+            return Decision(
+                ControlSignal.TERMINATE, "give up: error accumulated with no trend to goal", terms
+            )
+        threshold = self.replan_threshold
+        if not self._armed and effort <= threshold - self.hysteresis:
+            self._armed = True
+        if effort < threshold:
+            return Decision(ControlSignal.CONTINUE, "effort below replan threshold", terms)
+        if ctx.plan_age < self.min_dwell:
+            return Decision(ControlSignal.CONTINUE, "replan held: minimum dwell", terms)
+        if not self._armed:
+            return Decision(ControlSignal.CONTINUE, "replan held: relay not re-armed", terms)
+        if self.integral_on_replan == "reset":
+            self.integral = 0.0
+        elif self.integral_on_replan == "scale":
+            self.integral = self._i * self.integral_scale
+        self._armed = self.hysteresis == 0.0
+        return Decision(ControlSignal.REPLAN, "effort above replan threshold", terms)

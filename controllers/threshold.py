@@ -1,4 +1,10 @@
-"""Algorithm 2 of the OPAR document: fixed thresholds on δ_task, δ_plan and δ_act."""
+"""Algorithm 2 of the OPAR document: fixed thresholds on δ_task, δ_plan and δ_act.
+
+TERMINATE when δ_task ≥ ``threshold_complete``; otherwise REPLAN when the
+world drifted from the plan (δ_plan > ``threshold_drift``) or the last action
+did not do what was expected (δ_act < ``threshold_valid``); otherwise
+CONTINUE.  Stateless: a bare three-level relay on noisy readings.
+"""
 
 from __future__ import annotations
 

@@ -7,14 +7,21 @@
 from environments.base import SimTask, Task, ToolParams, ToolSpec
 from environments.checker import check_task
 from environments.flight_booking import FlightBooking
+from environments.plant import Plant
 from environments.registry import describe, make, names, register
+from environments.research_qa import ResearchQA
 from environments.weather import Weather
+from environments.wrappers import wrap, wrapper_names
 
 register("weather", Weather)
 register("flight_booking", FlightBooking)
+register("research_qa", ResearchQA)
+register("plant", Plant)
 
 __all__ = [
     "FlightBooking",
+    "Plant",
+    "ResearchQA",
     "SimTask",
     "Task",
     "ToolParams",
@@ -25,4 +32,6 @@ __all__ = [
     "make",
     "names",
     "register",
+    "wrap",
+    "wrapper_names",
 ]

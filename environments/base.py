@@ -33,6 +33,19 @@ class ToolSpec:
 
     def validate(self, action: Action) -> str | None:
         """Return why ``action`` does not fit this tool's schema, or None if it does."""
+        key = (self.args, action)
+        try:
+            return _VALIDATED[key]
+        except KeyError:
+            pass
+        except TypeError:  # unhashable argument values: validate every time
+            return self._validate(action)
+        problem = self._validate(action)
+        if len(_VALIDATED) < 4096:
+            _VALIDATED[key] = problem
+        return problem
+
+    def _validate(self, action: Action) -> str | None:
         try:
             self.args.model_validate(dict(action.args))
         except ValidationError as exc:
@@ -40,6 +53,11 @@ class ToolSpec:
             where = ".".join(str(p) for p in first["loc"]) or "args"
             return f"{self.name}: {where}: {first['msg']}"
         return None
+
+
+# Validation verdicts of recently seen actions: the simulated agent proposes the same
+# few actions over and over, and pydantic validation would dominate a step's cost.
+_VALIDATED: dict[tuple[type[BaseModel], Action], str | None] = {}
 
 
 class NoArgs(BaseModel):
@@ -189,6 +207,22 @@ class SimTask(ABC):
 
     def wrong_actions(self) -> Sequence[Action]:
         return ()
+
+    def disturb(self, rng: np.random.Generator) -> str | None:
+        """Change the hidden world at random; say what changed, or None if nothing did.
+
+        The hook of the ``disturbance`` wrapper: a world that changes under the
+        agent.  The default world never changes.
+        """
+        return None
+
+    def violates(self, action: Action) -> str | None:
+        """The constraint of the goal that ``action`` visibly breaks, if any.
+
+        Guardrails read it before a high-risk call runs; it may use only what
+        the agent has seen.  The default knows of no constraint.
+        """
+        return None
 
     @property
     def feasible(self) -> bool:

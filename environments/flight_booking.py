@@ -26,9 +26,12 @@ Termination
     the right move is to give up.
 Faults
     Empty searches for the original dates (``empty_rate``), tool latency,
-    failures and timeouts, and fares that rise at random simulated times.
+    failures and timeouts, and fares that rise at random simulated times (the
+    ``disturbance`` wrapper adds more rises through the same ``disturb`` hook).
 Version history
     v0: first version.
+    v1: ``disturb`` (a fare rises) and ``violates`` (guardrail constraints)
+    hooks; the same draws as v0, so v0 trajectories are unchanged.
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from environments.base import NoArgs, SimTask, ToolParams, ToolSpec
@@ -121,6 +125,7 @@ class FlightBooking(SimTask):
         self.booking: tuple[int, str] | None = None
         self.fare_changed_seen = False
         self._best: int | None = None
+        self._cache: tuple[float, Observation] | None = None
 
     def _reset_world(self) -> None:
         self._clear()
@@ -149,12 +154,32 @@ class FlightBooking(SimTask):
         total = self.params.fare_change_rate * len(self.flights)
         while True:
             yield self.env.timeout(float(rng.exponential(1.0 / total)))
-            flight = self.flights[int(rng.integers(len(self.flights)))]
-            if self.booking is not None and self.booking[0] == flight.flight_id:
-                continue  # a booked fare is locked
-            flight.price = round(flight.price * float(rng.uniform(1.1, 1.5)), 0)
-            best = self._best_valid()
-            self._best = best.flight_id if best else None
+            self.disturb(rng)
+
+    def disturb(self, rng: np.random.Generator) -> str | None:
+        """A fare rises by 10–50 % (a booked fare is locked)."""
+        flight = self.flights[int(rng.integers(len(self.flights)))]
+        if self.booking is not None and self.booking[0] == flight.flight_id:
+            return None
+        flight.price = round(flight.price * float(rng.uniform(1.1, 1.5)), 0)
+        best = self._best_valid()
+        self._best = best.flight_id if best else None
+        self._cache = None
+        return f"fare of #{flight.flight_id} rose to {flight.price:.0f}"
+
+    def violates(self, action: Action) -> str | None:
+        """A booking of an unseen flight, or one whose seen fare or hour breaks the goal."""
+        if action.tool != "book_flight":
+            return None
+        fid = int(action.arg("flight_id", -1))
+        if not 0 <= fid < len(self.flights) or self.flights[fid].seen_price is None:
+            return "books a flight not seen in the results"
+        flight = self.flights[fid]
+        if not self._valid_seen(flight):
+            return "books a flight that breaks the price or time constraint"
+        if self.points_known and action.arg("payment") != self._right_payment(fid):
+            return "pays differently from what the points balance allows"
+        return None
 
     def _valid(self, f: Flight) -> bool:
         return f.price <= self.params.max_price and f.hour >= self.params.earliest_hour
@@ -173,6 +198,7 @@ class FlightBooking(SimTask):
 
     # -- tools ---------------------------------------------------------------
     def _apply(self, action: Action) -> ActionResult:
+        self._cache = None
         handler = getattr(self, f"_tool_{action.tool}")
         result: ActionResult = handler(action)
         return result
@@ -280,6 +306,18 @@ class FlightBooking(SimTask):
 
     @property
     def progress(self) -> float:
+        return self._cached()[0]
+
+    def observe(self) -> Observation:
+        return self._cached()[1]
+
+    def _cached(self) -> tuple[float, Observation]:
+        """Progress and observation change only with the state: compute them once per change."""
+        if self._cache is None:
+            self._cache = (self._true_progress(), self._observation())
+        return self._cache
+
+    def _true_progress(self) -> float:
         right = None
         if self.booking is not None:
             right = self.booking[1] == self._right_payment(self.booking[0])
@@ -293,7 +331,7 @@ class FlightBooking(SimTask):
     def feasible(self) -> bool:
         return self._best is not None
 
-    def observe(self) -> Observation:
+    def _observation(self) -> Observation:
         """What the agent can infer: it takes the best seen flight for the best one."""
         visible = self._visible()
         believed_best = self.shortlist

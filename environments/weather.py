@@ -13,17 +13,24 @@ Progress
     0.5 for knowing the forecast of the right city, 1.0 once the advice
     matches the true weather.
 Termination
-    Complete when the advice is right.  Calls with the budget spent are refused.
+    Complete when the advice is right.  Calls with the budget spent are refused;
+    the task is then infeasible unless already complete (stopping is giving up).
 Faults
-    Tool latency, failures and timeouts from ``tools``; a wrong forecast.
+    Tool latency, failures and timeouts from ``tools``; a wrong forecast;
+    under the ``disturbance`` wrapper the weather turns (once), leaving the
+    forecast read so far stale.
 Version history
     v0: first version.
+    v1: ``disturb`` hook (the weather turns once); infeasible once the budget
+    is spent without the right advice (was: feasible, so stopping counted as
+    premature).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from environments.base import SimTask, ToolParams, ToolSpec
@@ -72,6 +79,8 @@ class Weather(SimTask):
         self.knowledge = 0
         self.budget = self.params.budget
         self.advice: bool | None = None
+        self.stale = False  # the forecast read has changed since
+        self.turned = False
 
     def _reset_world(self) -> None:
         self._reset_state()
@@ -88,6 +97,7 @@ class Weather(SimTask):
             if city.lower() != self.params.city.lower():
                 return ActionResult(True, f"{city}: cloudy, 15°C", 0.0, tokens=12)
             self.knowledge = 1
+            self.stale = False
             sky = "rain, 14°C" if self.forecast_rain else "sunny, 22°C"
             return ActionResult(True, f"{city}: {sky}", 0.0, tokens=12)
         self.advice = bool(action.arg("umbrella"))
@@ -113,8 +123,23 @@ class Weather(SimTask):
     def complete(self) -> bool:
         return self.advice is not None and self.advice == self.rain
 
+    @property
+    def feasible(self) -> bool:
+        """Once the budget is spent without the right advice, nothing can complete the task."""
+        return self.budget > 0 or self.complete
+
+    def disturb(self, rng: np.random.Generator) -> str | None:
+        """The weather turns, once per episode: the forecast read so far is stale."""
+        if self.turned:
+            return None
+        self.turned = True
+        self.rain = not self.rain
+        self.forecast_rain = not self.forecast_rain
+        self.stale = bool(self.knowledge)
+        return "the weather turned"
+
     def expert_action(self) -> Action:
-        if not self.knowledge:
+        if not self.knowledge or self.stale:
             return Action.of("get_weather", city=self.params.city)
         return Action.of("advise", umbrella=self.forecast_rain)
 

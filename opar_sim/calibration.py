@@ -34,7 +34,7 @@ import numpy as np
 
 from opar_sim.agents.simulated import SimulatedAgentParams
 from opar_sim.loop import run_episode
-from opar_sim.rundir import RecordedRun
+from opar_sim.recorded import RecordedRun
 from opar_sim.seeding import episode_seed
 from opar_sim.spec import ExperimentSpec, build, parse_spec
 from opar_sim.summary import wilson_interval

@@ -14,6 +14,7 @@ from rich.console import Console
 
 from opar_sim.commands import COMMANDS
 from opar_sim.commands.common import UsageError
+from opar_sim.executors import ExecutorError
 from opar_sim.spec import SpecError
 
 
@@ -35,17 +36,21 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``opar-sim``; returns the exit status."""
-    console = Console()
+    # a terminal sets its own width; piped output (logs, CI) gets room for the wide tables
+    console = Console() if sys.stdout.isatty() else Console(width=160)
     try:
         args = build_parser().parse_args(argv)
         command = next(c for c in COMMANDS if args.command == c.NAME)
         status: int = command.run(args, console)
         return status
-    except (UsageError, SpecError) as exc:
+    except (UsageError, SpecError, ExecutorError) as exc:
         print(f"opar-sim: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print("opar-sim: interrupted; finished episodes are kept on disk", file=sys.stderr)
+        print(
+            "opar-sim: interrupted; finished episodes are kept: rerun with --resume --out DIR",
+            file=sys.stderr,
+        )
         return 130
 
 

@@ -17,13 +17,13 @@ from rich.progress import (
 from rich.table import Table
 
 
-def progress_bar(console: Console) -> Progress:
+def progress_bar(console: Console, unit: str = "episodes") -> Progress:
     """A progress bar with count, elapsed time and ETA."""
     return Progress(
         TextColumn("[bold]{task.description}"),
         BarColumn(),
         MofNCompleteColumn(),
-        TextColumn("episodes"),
+        TextColumn(unit),
         TimeElapsedColumn(),
         TextColumn("ETA"),
         TimeRemainingColumn(),

@@ -19,6 +19,7 @@ import simpy
 from controllers.base import Controller, ReflectContext, Truth
 from environments.base import Task
 from opar_sim.agents.base import Agent, AgentAbort
+from opar_sim.guardrails import Guardrail
 from opar_sim.models import (
     ActionResult,
     ControlSignal,
@@ -70,6 +71,7 @@ def run_episode(
     *,
     episode: int = 0,
     supervisor: Supervisor | None = None,
+    guardrail: Guardrail | None = None,
 ) -> EpisodeResult:
     """Run one episode to its outcome; never raises for anything the episode does."""
     env = simpy.Environment()
@@ -79,9 +81,12 @@ def run_episode(
     agent.reset(task, rngs.agent, cost)
     controller.reset()
     if supervisor is not None:
-        supervisor.reset()
+        # guards draw (a human approver's errors) from a child of the controller stream
+        supervisor.reset(rngs.controller.spawn(1)[0])
     run = _Run([])
-    proc = env.process(_opar(env, task, agent, controller, limits, cost, run, supervisor))
+    proc = env.process(
+        _opar(env, task, agent, controller, limits, cost, run, supervisor, guardrail)
+    )
     try:
         env.run(until=proc | env.timeout(limits.time_budget))
     except AgentAbort as exc:  # e.g. an unreachable LLM backend: error:<reason>, no crash
@@ -101,6 +106,7 @@ def _opar(
     cost: Cost,
     run: _Run,
     supervisor: Supervisor | None,
+    guardrail: Guardrail | None = None,
 ) -> Generator[simpy.Event, Any, None]:
     plan: Plan | None = None
     fresh = True
@@ -108,6 +114,7 @@ def _opar(
     last_reflect: float | None = None
     plan_age = 0
     invalid_in_a_row = 0
+    confidence = 0.0  # the agent's confidence at its last Reflect (guardrails read it)
     for t in range(1, limits.max_steps + 1):
         if cost.tokens + agent.max_step_tokens(fresh) > limits.token_budget:
             run.stop = "tokens"
@@ -122,9 +129,16 @@ def _opar(
             plan_age = 0
         # Act
         choice = yield from agent.act(env, plan)
+        # guardrails (issue 6): a high-risk call is reviewed before it runs
+        intercepted = None
+        if guardrail is not None and choice.action is not None:
+            intercepted = guardrail.review(task, choice.action, confidence)
         if choice.action is None:
             result = ActionResult(False, "output failed validation", 0.0, choice.error)
             invalid_in_a_row += 1
+        elif intercepted is not None:
+            invalid_in_a_row = 0
+            result = ActionResult(False, f"intercepted: {intercepted}", 0.0, "intercepted")
         else:
             invalid_in_a_row = 0
             cost.tool_calls += 1
@@ -132,6 +146,7 @@ def _opar(
         agent.absorb(result)
         # Reflect
         evaluation = yield from agent.evaluate(env, task, choice.action, result)
+        confidence = evaluation.confidence
         plan_age += 1
         now = env.now
         ctx = ReflectContext(
@@ -161,17 +176,24 @@ def _opar(
             context_tokens=agent.context_tokens,
             answer=task.answer(),
             error=choice.error,
+            memory=evaluation.memory_update,
+            intercepted=intercepted,
         )
         run.steps.append(record)
         if supervisor is not None:
-            override = supervisor.review(record, decision)
+            override = supervisor.review(record, decision, ctx.truth)
             if override is not None:
                 record.guard = override.reason
+                if override.delay > 0:  # a human approver's review takes simulated time
+                    yield env.timeout(override.delay)
                 if override.truncate:
                     run.stop = override.reason
                     return
-                decision = Decision(override.signal, f"guard: {override.reason}", decision.terms)
-                record.decision = decision
+                if override.signal is not decision.signal:
+                    decision = Decision(
+                        override.signal, f"guard: {override.reason}", decision.terms
+                    )
+                    record.decision = decision
         if invalid_in_a_row >= MAX_INVALID_IN_A_ROW:
             run.error = "invalid_format"
             return

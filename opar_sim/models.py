@@ -117,6 +117,7 @@ class Evaluation:
     confidence: float  # in [0, 1]
     critique: str = ""
     missing: tuple[str, ...] = ()  # what information is still missing (ReAct reflection)
+    memory_update: str | None = None  # Algorithm 2 step 2.5: the summary made this Reflect
 
 
 @dataclass(slots=True, frozen=True)
@@ -186,6 +187,8 @@ class StepRecord:
     answer: str
     error: str | None = None  # a step-level error such as "invalid_format"
     guard: str | None = None  # the supervisor guard that overrode the controller, if any
+    memory: str | None = None  # memory compression at this Reflect (Algorithm 2, step 2.5)
+    intercepted: str | None = None  # why a guardrail stopped this step's high-risk call
 
 
 @dataclass(slots=True)
@@ -205,6 +208,7 @@ class EpisodeResult:
     steps: list[StepRecord]
     best_step: int | None = None  # the step whose answer was returned (best-of-history)
     sub_episodes: list[EpisodeResult] = field(default_factory=list)
+    attempt: int = 1  # Reflexion: which attempt at the same seeded task this was
 
     @property
     def success(self) -> bool:

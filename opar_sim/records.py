@@ -6,12 +6,11 @@ checks) relies on; keep them stable.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
-from opar_sim.models import EpisodeResult, StepRecord
+import orjson
 
-_dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
+from opar_sim.models import EpisodeResult, StepRecord
 
 
 def step_row(result: EpisodeResult, rec: StepRecord) -> dict[str, Any]:
@@ -49,6 +48,9 @@ def step_row(result: EpisodeResult, rec: StepRecord) -> dict[str, Any]:
         "answer": rec.answer,
         "error": rec.error,
         "guard": rec.guard,
+        "memory": rec.memory,
+        "intercepted": rec.intercepted,
+        "attempt": result.attempt,
     }
 
 
@@ -75,12 +77,13 @@ def episode_row(result: EpisodeResult) -> dict[str, Any]:
         "sim_seconds": c.sim_seconds,
         "tool_calls": c.tool_calls,
         "replans": c.replans,
+        "attempt": result.attempt,
     }
 
 
 def to_line(row: dict[str, Any]) -> str:
-    """One JSON line, deterministic for the same row."""
-    return _dumps(row) + "\n"
+    """One JSON line, deterministic for the same row (orjson: compact, UTF-8)."""
+    return orjson.dumps(row, option=orjson.OPT_APPEND_NEWLINE).decode()
 
 
 def episode_lines(result: EpisodeResult) -> tuple[str, str]:

@@ -19,7 +19,7 @@ from typing import Any
 
 from controllers.base import Controller, ReflectContext, Truth
 from opar_sim.models import ControlSignal, Evaluation
-from opar_sim.rundir import RecordedRun
+from opar_sim.recorded import RecordedRun
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,61 +1,167 @@
-"""Reading a finished run directory back: its spec, episodes, steps and model calls."""
+"""Read a run directory back: the spec, the episode rows, and steps grouped per episode.
+
+``steps.jsonl`` can be large, so it is streamed: an episode's steps are
+written together (sub-agents' after the parent's), and ``iter_traces``
+groups them in one pass, yielding each episode's trajectory as a few compact
+arrays before reading the next.  Only one episode's rows are held as dicts at
+a time.
+"""
 
 from __future__ import annotations
 
-import json
+import math
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from opar_sim.spec import ExperimentSpec, SpecError, parse_spec
+import numpy as np
+import numpy.typing as npt
+import orjson
+
+from opar_sim.frames import to_frame
+from opar_sim.runner import read_jsonl
+from opar_sim.spec import ExperimentSpec
+
+FloatArray = npt.NDArray[np.float64]
 
 
-@dataclass
-class RecordedRun:
-    """The rows of a run directory, as written by the runner."""
-
-    path: Path
-    spec: ExperimentSpec
-    episodes: list[dict[str, Any]]
-    steps: list[dict[str, Any]]
-    calls: list[dict[str, Any]] = field(default_factory=list)
-
-    def episode_steps(self) -> dict[tuple[str, int], list[dict[str, Any]]]:
-        """Steps grouped by (controller, episode), in step order."""
-        grouped: dict[tuple[str, int], list[dict[str, Any]]] = {}
-        for row in self.steps:
-            grouped.setdefault((row["controller"], row["episode"]), []).append(row)
-        for rows in grouped.values():
-            rows.sort(key=lambda r: int(r["step"]))
-        return grouped
+class RunDirError(ValueError):
+    """The path is not a readable run directory."""
 
 
-def _jsonl(path: Path) -> list[dict[str, Any]]:
-    if not path.is_file():
-        return []
-    rows = []
-    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            rows.append(json.loads(line))
-        except json.JSONDecodeError:
-            raise SpecError(f"{path}:{n}: not a JSON line") from None
-    return rows
+def check_run_dir(path: Path) -> Path:
+    """``path`` if it holds a run (episodes.jsonl and steps.jsonl), else RunDirError."""
+    if not path.is_dir():
+        raise RunDirError(f"run directory not found: {path}")
+    if (path / "sweep.json").is_file():
+        raise RunDirError(f"{path} is a sweep: give one of its point directories")
+    for name in ("episodes.jsonl", "steps.jsonl"):
+        if not (path / name).is_file():
+            raise RunDirError(f"{path} is not a run directory: {name} is missing")
+    return path
 
 
-def load_run(path: str | Path) -> RecordedRun:
-    """Read a run directory; SpecError (exit 2) when it is not one."""
-    p = Path(path)
-    spec_file = p / "spec.json"
-    if not spec_file.is_file():
-        raise SpecError(f"{p}: not a run directory (no spec.json)")
+def read_spec(path: Path) -> ExperimentSpec | None:
+    """The run's resolved spec, or None when spec.json is missing or from another version."""
+    file = path / "spec.json"
+    if not file.is_file():
+        return None
     try:
-        data = json.loads(spec_file.read_text(encoding="utf-8"))
-    except json.JSONDecodeError:
-        raise SpecError(f"{spec_file}: not valid JSON") from None
-    spec = parse_spec(data, str(spec_file))
-    episodes = _jsonl(p / "episodes.jsonl")
-    if not episodes:
-        raise SpecError(f"{p}: no finished episodes in episodes.jsonl")
-    return RecordedRun(p, spec, episodes, _jsonl(p / "steps.jsonl"), _jsonl(p / "calls.jsonl"))
+        return ExperimentSpec.model_validate_json(file.read_text(encoding="utf-8"))
+    except ValueError:
+        return None
+
+
+def _rows(file: Path) -> Iterator[dict[str, Any]]:
+    """The complete lines of a JSON-lines file (a half-written last line is skipped)."""
+    try:
+        yield from read_jsonl(file)
+    except orjson.JSONDecodeError as exc:
+        raise RunDirError(f"{file}: not JSON lines ({exc})") from None
+
+
+def episode_key(row: dict[str, Any]) -> tuple[str, int, int]:
+    """(controller, episode, attempt) of an episodes.jsonl or steps.jsonl row.
+
+    Reflexion runs attempt an episode seed several times (``attempt`` 1, 2, ...);
+    each attempt is a unit of its own, as in summary.json.
+    """
+    return (str(row.get("controller", "")), int(row["episode"]), int(row.get("attempt") or 1))
+
+
+def iter_episodes(path: Path) -> Iterator[dict[str, Any]]:
+    """The rows of episodes.jsonl, in file order."""
+    yield from _rows(path / "episodes.jsonl")
+
+
+@dataclass(slots=True)
+class EpisodeTrace:
+    """One agent's trajectory in one episode, as arrays over its steps."""
+
+    controller: str
+    episode: int
+    agent: str
+    step: npt.NDArray[np.int64]
+    time: FloatArray  # simulated seconds at the end of each step
+    progress: FloatArray  # true hidden progress
+    estimate: FloatArray  # the agent's δ_task (NaN where it made no evaluation)
+    signals: list[str | None]
+    actions: list[str | None]
+    terms: dict[str, FloatArray] = field(default_factory=dict)
+    attempt: int = 1  # Reflexion attempt at this episode seed
+
+    def __len__(self) -> int:
+        return len(self.step)
+
+    def to_frame(self) -> Any:
+        """One row per step (needs pandas)."""
+        rows = []
+        for k in range(len(self)):
+            row: dict[str, Any] = {
+                "step": int(self.step[k]),
+                "time": float(self.time[k]),
+                "progress": float(self.progress[k]),
+                "delta_task": float(self.estimate[k]),
+                "signal": self.signals[k],
+                "action": self.actions[k],
+            }
+            row.update({name: float(v[k]) for name, v in self.terms.items()})
+            rows.append(row)
+        return to_frame(rows)
+
+
+def _trace(rows: list[dict[str, Any]]) -> EpisodeTrace:
+    first = rows[0]
+    names = sorted({name for r in rows for name in (r.get("terms") or {})})
+    terms = {
+        name: np.array([(r.get("terms") or {}).get(name, math.nan) for r in rows], float)
+        for name in names
+    }
+    return EpisodeTrace(
+        controller=str(first.get("controller", "")),
+        episode=int(first["episode"]),
+        agent=str(first.get("agent", "")),
+        step=np.array([int(r["step"]) for r in rows], dtype=np.int64),
+        time=np.array([float(r["time"]) for r in rows], float),
+        progress=np.array([float(r["progress"]) for r in rows], float),
+        estimate=np.array(
+            [math.nan if r.get("delta_task") is None else float(r["delta_task"]) for r in rows],
+            float,
+        ),
+        signals=[r.get("signal") for r in rows],
+        actions=[r.get("action") for r in rows],
+        terms=terms,
+        attempt=int(first.get("attempt") or 1),
+    )
+
+
+def iter_traces(path: Path, *, sub_agents: bool = False) -> Iterator[EpisodeTrace]:
+    """Each episode's trajectory, streamed from steps.jsonl in one pass.
+
+    The first agent block of an episode is the episode's own agent; the
+    blocks that follow it (sub-agents of a nested run) are skipped unless
+    ``sub_agents``.
+    """
+    block: list[dict[str, Any]] = []
+    key: tuple[tuple[str, int, int], str] | None = None
+    last_episode: tuple[str, int, int] | None = None
+    for row in _rows(path / "steps.jsonl"):
+        row_key = (episode_key(row), str(row.get("agent", "")))
+        if row_key != key and block:
+            if sub_agents or key is None or key[0] != last_episode:
+                yield _trace(block)
+            last_episode = key[0] if key is not None else None
+            block = []
+        key = row_key
+        block.append(row)
+    if block and (sub_agents or key is None or key[0] != last_episode):
+        yield _trace(block)
+
+
+def find_trace(path: Path, controller: str, episode: int) -> EpisodeTrace | None:
+    """The trajectory of one episode of one controller, or None."""
+    for trace in iter_traces(path):
+        if trace.controller == controller and trace.episode == episode:
+            return trace
+    return None

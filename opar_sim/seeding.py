@@ -36,3 +36,17 @@ def streams(seq: np.random.SeedSequence) -> Streams:
     children = seq.spawn(len(STREAMS))
     gens = [np.random.Generator(np.random.PCG64(c)) for c in children]
     return Streams(*gens)
+
+
+def derived(rng: np.random.Generator, *key: int) -> np.random.Generator:
+    """A child generator keyed by ``key``, derived from ``rng``'s seed without drawing from it.
+
+    Wrappers and repeated attempts take their own stream this way: the parent
+    stream's draws are untouched, so adding a wrapper never shifts the random
+    numbers of the task beneath it, and the same seed and key give the same child.
+    """
+    seq = rng.bit_generator.seed_seq
+    if not isinstance(seq, np.random.SeedSequence):
+        raise ValueError("derived() needs a generator seeded from a SeedSequence")
+    child = np.random.SeedSequence(seq.entropy, spawn_key=(*seq.spawn_key, *key))
+    return np.random.Generator(np.random.PCG64(child))

@@ -22,8 +22,13 @@ from controllers.base import Controller
 from environments.base import Task
 from opar_sim.agents.base import Agent
 from opar_sim.agents.simulated import SimulatedAgent, SimulatedAgentParams
+from opar_sim.guardrails import Guardrail
+from opar_sim.guards import GuardsSpec
 from opar_sim.llm.config import BackendSpec
 from opar_sim.loop import Limits
+from opar_sim.supervisor import Supervisor
+from opar_sim.sweep import SweepAxis, SweepPoint, grid
+from opar_sim.tuning import TuneSpec
 
 
 class SpecError(ValueError):
@@ -31,12 +36,17 @@ class SpecError(ValueError):
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # ±inf is a meaningful parameter (an open output limit, a rule switched off): keep it
+    # through the JSON round trip to workers and spec.json instead of turning it into null
+    model_config = ConfigDict(extra="forbid", ser_json_inf_nan="constants")
 
 
 class TaskSpec(_Strict):
     name: str = "flight_booking"
     params: dict[str, Any] = Field(default_factory=dict)
+    # issue 6: `[[task.wrappers]]` tables, each `name = "delay"` plus the wrapper's keys;
+    # applied in order, the first innermost (environments.wrappers)
+    wrappers: list[dict[str, Any]] = Field(default_factory=list)
 
 
 class AgentSpec(_Strict):
@@ -58,6 +68,20 @@ class LimitsSpec(_Strict):
     token_budget: int = Field(200_000, ge=1, description="prompt + completion tokens")
 
 
+class GuardrailSpec(_Strict):
+    """Intercept high-risk calls made with low confidence or against a constraint."""
+
+    min_confidence: float = Field(0.5, ge=0, le=1)
+    constraints: bool = True
+
+
+class ReflexionSpec(_Strict):
+    """Long-term memory: rerun each episode seed, carrying critiques of failed attempts."""
+
+    attempts: int = Field(1, ge=1, le=50, description="attempts per episode seed")
+    keep: int = Field(3, ge=0, le=10, description="critiques remembered (Reflexion keeps 1-3)")
+
+
 class ExperimentSpec(_Strict):
     """One experiment: what runs, how often, and under which limits."""
 
@@ -73,6 +97,15 @@ class ExperimentSpec(_Strict):
         description="controllers run on the same seeds; when empty only `controller` runs",
     )
     limits: LimitsSpec = Field(default_factory=LimitsSpec)
+    guards: GuardsSpec = Field(default_factory=GuardsSpec, description="convergence guards")
+    guardrail: GuardrailSpec | None = None  # issue 6: off unless the table is given
+    reflexion: ReflexionSpec = Field(default_factory=ReflexionSpec)  # issue 6
+    sweep: dict[str, SweepAxis] = Field(
+        default_factory=dict, description="dotted spec path -> values, for `opar-sim sweep`"
+    )
+    tune: TuneSpec | None = Field(
+        None, description="search space and objective, for `opar-sim tune`"
+    )
 
     def controller_list(self) -> list[ControllerSpec]:
         """The controllers this experiment runs, in order."""
@@ -97,6 +130,26 @@ def parse_spec(data: dict[str, Any], source: str = "spec") -> ExperimentSpec:
     return spec
 
 
+def sweep_points(
+    spec: ExperimentSpec, source: str = "spec"
+) -> list[tuple[SweepPoint, ExperimentSpec]]:
+    """The sweep grid of ``spec``, each point validated; errors name the sweep path."""
+    if not spec.sweep:
+        raise SpecError(f"{source}: no [sweep] table: nothing to sweep")
+    try:
+        points = grid(spec.model_dump(), spec.sweep)
+    except ValueError as exc:
+        raise SpecError(f"{source}: sweep: {exc}") from None
+    out = []
+    for point in points:
+        where = ", ".join(f"{k} = {v!r}" for k, v in point.assignment.items())
+        try:
+            out.append((point, parse_spec(point.data, f"sweep point {where}")))
+        except SpecError as exc:
+            raise SpecError(f"{source}: {exc}") from None
+    return out
+
+
 def load_spec(path: str | Path) -> ExperimentSpec:
     """Read and validate a TOML spec file."""
     p = Path(path)
@@ -119,13 +172,15 @@ class Components:
     make_agent: Callable[[], Agent]
     controllers: list[tuple[str, Callable[[], Controller]]]
     limits: Limits
+    make_supervisor: Callable[[], Supervisor | None] = lambda: None
+    guardrail: Guardrail | None = None
 
 
 def build(spec: ExperimentSpec, source: str = "spec") -> Components:
     """Make each component once (so errors surface now) and return factories."""
     t, a = spec.task, spec.agent
     try:
-        environments.make(t.name, **t.params)
+        environments.wrap(environments.make(t.name, **t.params), t.wrappers)
     except ValueError as exc:
         raise SpecError(f"{source}: task: {exc}") from None
     make_agent = _agent_factory(a, source)
@@ -139,11 +194,14 @@ def build(spec: ExperimentSpec, source: str = "spec") -> Components:
             raise SpecError(f"{source}: compare: controller {c.name!r} listed twice")
         made.append((c.name, _controller_factory(c)))
     limits = Limits(**spec.limits.model_dump())
+    g = spec.guardrail
     return Components(
-        make_task=lambda: environments.make(t.name, **t.params),
+        make_task=lambda: environments.wrap(environments.make(t.name, **t.params), t.wrappers),
         make_agent=make_agent,
         controllers=made,
         limits=limits,
+        make_supervisor=spec.guards.supervisor,
+        guardrail=Guardrail(g.min_confidence, g.constraints) if g is not None else None,
     )
 
 

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
-
-from opar_sim.models import EpisodeResult
 
 
 def wilson_interval(successes: int, n: int, z: float = 1.959964) -> tuple[float, float]:
@@ -18,7 +17,8 @@ def wilson_interval(successes: int, n: int, z: float = 1.959964) -> tuple[float,
     denom = 1 + z * z / n
     centre = (phat + z * z / (2 * n)) / denom
     half = z * math.sqrt(phat * (1 - phat) / n + z * z / (4 * n * n)) / denom
-    return (max(0.0, centre - half), min(1.0, centre + half))
+    # clamp to [0, 1] and around p̂ itself, which rounding can push just outside
+    return (min(phat, max(0.0, centre - half)), max(phat, min(1.0, centre + half)))
 
 
 @dataclass
@@ -34,15 +34,16 @@ class ControllerStats:
     tool_calls: int = 0
     outcomes: Counter[str] = field(default_factory=Counter)
 
-    def add(self, result: EpisodeResult) -> None:
+    def add_row(self, row: Mapping[str, Any]) -> None:
+        """Count one episodes.jsonl row."""
         self.episodes += 1
-        self.successes += result.success
-        self.steps += len(result.steps)
-        self.tokens += result.cost.tokens
-        self.sim_seconds += result.cost.sim_seconds
-        self.replans += result.cost.replans
-        self.tool_calls += result.cost.tool_calls
-        self.outcomes[result.outcome] += 1
+        self.successes += bool(row["success"])
+        self.steps += int(row["steps"])
+        self.tokens += int(row["tokens"])
+        self.sim_seconds += float(row["sim_seconds"])
+        self.replans += int(row["replans"])
+        self.tool_calls += int(row["tool_calls"])
+        self.outcomes[str(row["outcome"])] += 1
 
     def as_dict(self) -> dict[str, Any]:
         n = max(self.episodes, 1)
@@ -66,9 +67,10 @@ class Summary:
     def __init__(self) -> None:
         self.by_controller: dict[str, ControllerStats] = {}
 
-    def add(self, result: EpisodeResult) -> None:
-        stats = self.by_controller.setdefault(result.controller, ControllerStats())
-        stats.add(result)
+    def add_row(self, row: Mapping[str, Any]) -> None:
+        """Count one episodes.jsonl row under its controller."""
+        stats = self.by_controller.setdefault(str(row["controller"]), ControllerStats())
+        stats.add_row(row)
 
     def as_dict(self) -> dict[str, dict[str, Any]]:
         return {name: s.as_dict() for name, s in self.by_controller.items()}

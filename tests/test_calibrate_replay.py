@@ -9,8 +9,8 @@ import pytest
 
 from opar_sim.calibration import check, fit, refine
 from opar_sim.cli import main
+from opar_sim.recorded import load_run
 from opar_sim.replay import replay
-from opar_sim.rundir import load_run
 from opar_sim.spec import ControllerSpec
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -158,11 +158,13 @@ def check_run(out: Path, task_name: str) -> dict:
         else:
             assert step["tool"] in tools
         assert 0 <= step["delta_task"] <= 1 and 0 <= step["confidence"] <= 1
-    model_calls = [c for c in calls if not c.get("cache_hit")]
+    (timing,) = [c for c in calls if c["phase"] == "episode"]
+    assert timing["steps"] == len(steps) and timing["wall_seconds"] > 0
+    model_calls = [c for c in calls if not c.get("cache_hit") and c["phase"] != "episode"]
     assert {c["phase"] for c in model_calls} >= {"plan", "act", "evaluate"}
     assert all(c["prompt_tokens"] > 0 and c["completion_tokens"] > 0 for c in model_calls)
     assert episode["tokens"] == sum(
-        c["prompt_tokens"] + c["completion_tokens"] for c in calls if not c.get("cache_hit")
+        c["prompt_tokens"] + c["completion_tokens"] for c in model_calls
     )
     assert episode["sim_seconds"] >= sum(c["model_seconds"] for c in model_calls)
     summary = json.loads((out / "llm.json").read_text())

@@ -8,6 +8,14 @@ pays a short prompt.  Quality falls as the context grows past
 ``context_knee`` tokens.  The agent's self-assessment of progress is the
 progress it can infer from its observations, plus a bias (over-confidence)
 and Gaussian noise.
+
+Memory (issue 6): past ``context_max`` tokens (C_max) the Reflect phase
+summarises all but the last ``keep_steps`` steps into one memory entry of
+``memory_tokens`` (Algorithm 2, step 2.5).  The summary loses detail: from
+the first one on, plan quality is scaled by 1 − ``memory_quality_loss`` and
+self-assessment noise grows by ``memory_noise``.  Across episodes,
+``remember`` carries critiques of failed attempts (Reflexion): each raises
+fresh plans' quality by ``reflexion_gain``.
 """
 
 from __future__ import annotations
@@ -23,8 +31,10 @@ from environments.base import Task
 from opar_sim.agents.base import ActChoice
 from opar_sim.context import Context
 from opar_sim.models import Action, ActionResult, Cost, Evaluation, Observation, Plan
+from opar_sim.seeding import derived
 
 RESULT_TOKEN_CAP = 200  # results are truncated to this many tokens in the context
+ATTEMPT_STREAM = 0x41  # the key tag of a Reflexion attempt's agent stream ("A")
 
 
 class SimulatedAgentParams(BaseModel):
@@ -54,6 +64,21 @@ class SimulatedAgentParams(BaseModel):
     prompt_tokens_per_second: float = Field(1000.0, gt=0, description="prompt processing speed")
     observe_seconds: float = Field(0.1, ge=0)
     invalid_format_rate: float = Field(0.01, ge=0, le=1)
+    # -- memory (issue 6): compression (Algorithm 2, step 2.5) and Reflexion ----------
+    context_max: int | None = Field(
+        None, gt=0, description="C_max: compress older steps past this many tokens (None: never)"
+    )
+    memory_tokens: int = Field(200, ge=1, description="tokens of the memory entry (the summary)")
+    keep_steps: int = Field(2, ge=0, description="recent steps kept verbatim by a compression")
+    memory_quality_loss: float = Field(
+        0.05, ge=0, le=1, description="share of plan quality lost once memory is summarised"
+    )
+    memory_noise: float = Field(
+        0.03, ge=0, le=1, description="self-assessment noise σ added once memory is summarised"
+    )
+    reflexion_gain: float = Field(
+        0.12, ge=0, le=1, description="plan quality added per remembered critique (Reflexion)"
+    )
 
 
 class SimulatedAgent:
@@ -75,11 +100,25 @@ class SimulatedAgent:
         self._drift = 0.0
         self._critique_right = False
         self._current: Plan | None = None
+        self._compressions = 0
+        self._lessons: tuple[str, ...] = ()
+        self._attempt = 1
+
+    # -- long-term memory (Reflexion) ----------------------------------------------
+    def remember(self, critiques: tuple[str, ...], attempt: int) -> None:
+        """Carry critiques of failed attempts into the next episodes (Reflexion).
+
+        Every fresh plan's quality rises by ``reflexion_gain`` per critique.
+        ``attempt`` > 1 gives the agent a stream of its own for that attempt
+        (derived, so the task's streams stay those of the seeded task).
+        """
+        self._lessons = tuple(critiques)
+        self._attempt = attempt
 
     # -- bookkeeping -------------------------------------------------------------
     def reset(self, task: Task, rng: np.random.Generator, cost: Cost) -> None:
         self._task = task
-        self.rng = rng
+        self.rng = rng if self._attempt <= 1 else derived(rng, ATTEMPT_STREAM, self._attempt)
         self.cost = cost
         self.context = Context()
         self.context.append("system", self.params.system_tokens)
@@ -89,6 +128,7 @@ class SimulatedAgent:
         self._drift = 0.0
         self._critique_right = False
         self._current = None
+        self._compressions = 0
 
     @property
     def context_tokens(self) -> int:
@@ -108,21 +148,28 @@ class SimulatedAgent:
         completions = (p.plan_tokens if fresh_plan else p.continue_tokens) + 2 * p.act_tokens
         completions += p.eval_tokens
         growth = completions + RESULT_TOKEN_CAP + 64  # the observation appended first
-        return 4 * (self.context.tokens + growth) + completions
+        bound = 4 * (self.context.tokens + growth) + completions
+        if p.context_max is not None:  # a fifth call: the summary of step 2.5
+            bound += self.context.tokens + growth + 2 * p.memory_tokens
+        return bound
 
     def _quality(self, plan: Plan) -> float:
         p = self.params
+        quality = plan.quality
+        if self._compressions:  # details lost to the summary (re-summarising does not compound)
+            quality *= 1.0 - p.memory_quality_loss
         excess = self.context.tokens - p.context_knee
         if excess <= 0:
-            return plan.quality
+            return quality
         factor = 1.0 - p.context_decay * excess / p.context_knee
-        return max(p.quality_floor, plan.quality * factor)
+        return max(p.quality_floor, quality * factor)
 
     # -- the four phases -----------------------------------------------------------
     def observe(
         self, env: simpy.Environment, task: Task
     ) -> Generator[simpy.Event, Any, Observation]:
         yield env.timeout(self.params.observe_seconds)
+        self.context.begin_step()
         obs = task.observe()
         self.context.append("observation", obs.tokens)
         if obs.world_changed:
@@ -141,6 +188,8 @@ class SimulatedAgent:
         quality = float(self.rng.beta(p.plan_alpha, p.plan_beta))
         if self._plans > 0 and self._critique_right:
             quality += p.critique_gain
+        if self._lessons:
+            quality += p.reflexion_gain * len(self._lessons)
         quality = min(0.98, max(0.02, quality))
         yield env.timeout(self._llm_call(p.plan_tokens))
         self.context.append("plan", p.plan_tokens)
@@ -185,7 +234,8 @@ class SimulatedAgent:
         self._visible = visible
         self._drift = 0.5 * self._drift + (0.0 if productive else 0.5)
         noise = rng.standard_normal(3)
-        delta_task = min(1.0, max(0.0, visible + p.bias + p.noise * float(noise[0])))
+        sigma = p.noise + (p.memory_noise if self._compressions else 0.0)
+        delta_task = min(1.0, max(0.0, visible + p.bias + sigma * float(noise[0])))
         if not result.ok:
             act = 0.1
         elif productive:
@@ -201,4 +251,17 @@ class SimulatedAgent:
         else:
             critique = f"failed: {result.error}"
         missing = () if delta_task >= 0.999 else ("remaining goal",)
-        return Evaluation(delta_task, delta_act, delta_plan, confidence, critique, missing)
+        memory = None
+        if p.context_max is not None and self.context.tokens > p.context_max:
+            memory = yield from self._compress(env)
+        return Evaluation(delta_task, delta_act, delta_plan, confidence, critique, missing, memory)
+
+    def _compress(self, env: simpy.Environment) -> Generator[simpy.Event, Any, str | None]:
+        """Algorithm 2, step 2.5: summarise the older steps into one memory entry."""
+        p = self.params
+        yield env.timeout(self._llm_call(p.memory_tokens))
+        before, after, folded = self.context.compress(p.keep_steps, p.memory_tokens)
+        if not folded:
+            return None
+        self._compressions += 1
+        return f"summarised {folded} steps: {before}->{after} tokens"

@@ -6,15 +6,32 @@ A command module defines ``NAME``, ``HELP``, ``add_arguments(parser)`` and
 
 from types import ModuleType
 
-from opar_sim.commands import (  # LLM mode (issue 7)
+from opar_sim.commands import (
     calibrate_cmd,
+    compare_cmd,
     doctor_cmd,
     list_cmd,
+    plot_cmd,
+    relay_cmd,
     replay_cmd,
+    report_cmd,
     run_cmd,
+    sweep_cmd,
+    tune_cmd,
 )
 
-COMMANDS: tuple[ModuleType, ...] = (run_cmd, list_cmd)
-COMMANDS += (doctor_cmd, calibrate_cmd, replay_cmd)  # LLM mode (issue 7)
+COMMANDS: tuple[ModuleType, ...] = (
+    run_cmd,
+    sweep_cmd,
+    tune_cmd,
+    relay_cmd,
+    compare_cmd,
+    plot_cmd,
+    report_cmd,
+    list_cmd,
+    doctor_cmd,  # LLM mode (issue 7)
+    calibrate_cmd,
+    replay_cmd,
+)
 
 __all__ = ["COMMANDS"]

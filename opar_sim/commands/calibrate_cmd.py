@@ -15,7 +15,7 @@ from rich.console import Console
 
 from opar_sim.calibration import check, fit, refine
 from opar_sim.commands.common import int_at_least
-from opar_sim.rundir import load_run
+from opar_sim.recorded import load_run
 
 NAME = "calibrate"
 HELP = "fit the simulated agent's knobs to a recorded run and write a spec snippet"

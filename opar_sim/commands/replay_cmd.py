@@ -13,9 +13,9 @@ from rich.table import Table
 
 import controllers
 from opar_sim.commands.common import UsageError
+from opar_sim.recorded import load_run
 from opar_sim.records import to_line
 from opar_sim.replay import replay, tally
-from opar_sim.rundir import load_run
 
 NAME = "replay"
 HELP = "re-decide a recorded run under another controller, without calling the model"

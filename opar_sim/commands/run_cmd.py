@@ -6,8 +6,9 @@ import argparse
 
 from rich.console import Console
 
-from opar_sim.commands.common import add_run_flags, default_out
+from opar_sim.commands.common import add_run_flags, executor_config, out_dir
 from opar_sim.display import outcome_table, progress_bar, summary_table
+from opar_sim.executors import open_executor
 from opar_sim.llm.display import print_llm_costs
 from opar_sim.runner import RunResult, prepare_out_dir, run_experiment
 from opar_sim.spec import ExperimentSpec, load_spec, with_overrides
@@ -26,20 +27,35 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def execute(spec: ExperimentSpec, args: argparse.Namespace, console: Console) -> RunResult:
-    """Run ``spec`` with a progress bar and print its tables; shared with ``compare``."""
-    out = args.out or default_out(spec.name)
-    prepare_out_dir(out)
+def execute(
+    spec: ExperimentSpec, args: argparse.Namespace, console: Console, *, tables: bool = True
+) -> RunResult:
+    """Run ``spec`` with a progress bar and print its tables; shared with ``compare``.
+
+    ``compare`` passes ``tables=False`` and prints its own comparison table.
+    """
+    out = out_dir(args, spec.name)
+    if not args.resume:
+        prepare_out_dir(out)
+    config = executor_config(args)
     names = [c.name for c in spec.controller_list()]
     console.print(
         f"[bold]{spec.name}[/]: task [cyan]{spec.task.name}[/], controllers "
         f"[cyan]{', '.join(names)}[/], {spec.episodes} episodes each, seed {spec.seed}"
     )
-    with progress_bar(console) as bar:
+    with open_executor(config) as executor, progress_bar(console) as bar:
         job = bar.add_task(spec.name, total=spec.episodes * len(names))
-        result = run_experiment(spec, out, on_episode=lambda _r: bar.advance(job))
-    console.print(summary_table(result.summary, f"{spec.name}: means per episode"))
-    console.print(outcome_table(result.summary))
+        result = run_experiment(
+            spec,
+            out,
+            executor=executor,
+            parallelism=config.parallelism,
+            resume=args.resume,
+            on_progress=lambda n: bar.advance(job, n),
+        )
+    if tables:
+        console.print(summary_table(result.summary, f"{spec.name}: means per episode"))
+        console.print(outcome_table(result.summary))
     console.print(f"run directory: [green]{result.out}[/]")
     for figure in result.figures:
         console.print(f"figure: [green]{figure}[/]")

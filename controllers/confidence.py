@@ -1,0 +1,54 @@
+"""ReAct self-reflection as a decision law (the ReAct document, "Self-Reflection").
+
+After each observation the agent rates its confidence and lists what it still
+misses (the reflection template: confidence, sufficient, missing,
+next_action).  The law:
+
+* TERMINATE when confidence ≥ ``threshold`` (0.8, the document's typical value);
+* REPLAN ("diagnose the cause, change strategy: another query, another tool")
+  when the evaluation names missing information **and** the last step made no
+  progress (δ_act < ``progress_act``) — missing information alone is the normal
+  state of an unfinished task and is no reason to throw the plan away; a step
+  that moved forward says the strategy works.  ``min_dwell`` steps under a plan
+  come first, so one unlucky step cannot discard a fresh plan;
+* CONTINUE otherwise ("not confident yet: next round").
+"""
+
+from __future__ import annotations
+
+from controllers.base import PROGRESS_ACT, ReflectContext, made_progress, require_unit
+from opar_sim.models import ControlSignal, Decision, Evaluation
+
+
+class ConfidenceReflector:
+    """confidence ≥ threshold → TERMINATE; information missing and no progress → REPLAN."""
+
+    name = "confidence"
+
+    def __init__(
+        self, threshold: float = 0.8, progress_act: float = PROGRESS_ACT, min_dwell: int = 1
+    ) -> None:
+        require_unit(threshold=threshold, progress_act=progress_act)
+        if min_dwell < 1:
+            raise ValueError(f"min_dwell must be >= 1, got {min_dwell}")
+        self.threshold = threshold
+        self.progress_act = progress_act
+        self.min_dwell = min_dwell
+
+    def reset(self) -> None:
+        """Stateless: nothing to forget."""
+
+    def decide(self, evaluation: Evaluation, ctx: ReflectContext) -> Decision:
+        terms = {
+            "confidence": evaluation.confidence,
+            "delta_act": evaluation.delta_act,
+            "missing": float(len(evaluation.missing)),
+        }
+        if evaluation.confidence >= self.threshold:
+            return Decision(ControlSignal.TERMINATE, "confident: confidence ≥ threshold", terms)
+        stalled = not made_progress(evaluation, self.progress_act)
+        if evaluation.missing and stalled and ctx.plan_age >= self.min_dwell:
+            return Decision(
+                ControlSignal.REPLAN, "information missing and no progress: change strategy", terms
+            )
+        return Decision(ControlSignal.CONTINUE, "not confident yet", terms)

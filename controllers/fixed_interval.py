@@ -1,0 +1,38 @@
+"""Replan on a clock: smolagents' ``planning_interval``.
+
+smolagents runs a planning step every N action steps whatever happened in
+between, and the agent ends the run itself by giving its final answer.  Here:
+REPLAN once the current plan has run ``interval`` steps; TERMINATE when the
+agent's own estimate δ_task reaches ``complete`` (its "final answer");
+CONTINUE otherwise.  State-blind replanning pays for fresh plans when the
+plan is good and waits out a bad plan until the clock comes round.
+"""
+
+from __future__ import annotations
+
+from controllers.base import ReflectContext, require_unit
+from opar_sim.models import ControlSignal, Decision, Evaluation
+
+
+class FixedInterval:
+    """δ_task ≥ complete → TERMINATE; every `interval` steps under a plan → REPLAN."""
+
+    name = "fixed_interval"
+
+    def __init__(self, interval: int = 3, complete: float = 0.9) -> None:
+        if interval < 1:
+            raise ValueError(f"interval must be >= 1, got {interval}")
+        require_unit(complete=complete)
+        self.interval = interval
+        self.complete = complete
+
+    def reset(self) -> None:
+        """Stateless: the plan's age comes from the loop."""
+
+    def decide(self, evaluation: Evaluation, ctx: ReflectContext) -> Decision:
+        terms = {"delta_task": evaluation.delta_task, "plan_age": float(ctx.plan_age)}
+        if evaluation.delta_task >= self.complete:
+            return Decision(ControlSignal.TERMINATE, "final answer: δ_task ≥ complete", terms)
+        if ctx.plan_age >= self.interval:
+            return Decision(ControlSignal.REPLAN, "planning interval reached", terms)
+        return Decision(ControlSignal.CONTINUE, "within planning interval", terms)

@@ -1,0 +1,27 @@
+"""Open loop: no Reflect at all — plan once and follow the plan to its end.
+
+The spring without a damper: nothing measures the error, so nothing corrects
+a bad plan or notices an early finish.  The run stops when the plan's steps
+are used up (``ReflectContext.plan_exhausted``), whatever the task's state.
+It is the baseline every closed-loop law must beat.
+"""
+
+from __future__ import annotations
+
+from controllers.base import ReflectContext
+from opar_sim.models import ControlSignal, Decision, Evaluation
+
+
+class OpenLoop:
+    """Follow the first plan; TERMINATE when it is exhausted; never REPLAN."""
+
+    name = "open_loop"
+
+    def reset(self) -> None:
+        """Stateless: nothing to forget."""
+
+    def decide(self, evaluation: Evaluation, ctx: ReflectContext) -> Decision:
+        terms = {"plan_age": float(ctx.plan_age)}
+        if ctx.plan_exhausted:
+            return Decision(ControlSignal.TERMINATE, "plan exhausted", terms)
+        return Decision(ControlSignal.CONTINUE, "following the plan", terms)

@@ -1,0 +1,71 @@
+"""Magentic-One's progress ledger as a decision law.
+
+Magentic-One's orchestrator asks after every turn whether the request is
+satisfied and whether progress is being made.  A stall counter rises by one
+on a turn without progress and falls by one (not below 0) on a turn with
+progress; when it reaches ``max_stalls`` (3 in Magentic-One) the orchestrator
+leaves the inner loop, updates its facts and makes a new plan.  Here:
+
+* TERMINATE when δ_task ≥ ``complete`` (the ledger's "request satisfied");
+* REPLAN when the counter reaches ``max_stalls`` (the counter restarts at 0);
+* TERMINATE with reason "give up" when it reaches ``max_stalls`` again after
+  ``max_replans`` replans: new plans did not help;
+* CONTINUE otherwise.
+
+Progress is the evaluation's own verdict on the last step (δ_act ≥
+``progress_act``, see ``controllers.base.made_progress``).
+"""
+
+from __future__ import annotations
+
+from controllers.base import PROGRESS_ACT, ReflectContext, made_progress, require_unit
+from opar_sim.models import ControlSignal, Decision, Evaluation
+
+
+class StallCounter:
+    """N steps without progress → REPLAN; after M replans → give up; δ_task ≥ complete → stop."""
+
+    name = "stall_counter"
+
+    def __init__(
+        self,
+        max_stalls: int = 3,
+        max_replans: int = 3,
+        complete: float = 0.9,
+        progress_act: float = PROGRESS_ACT,
+    ) -> None:
+        if max_stalls < 1:
+            raise ValueError(f"max_stalls must be >= 1, got {max_stalls}")
+        if max_replans < 0:
+            raise ValueError(f"max_replans must be >= 0, got {max_replans}")
+        require_unit(complete=complete, progress_act=progress_act)
+        self.max_stalls = max_stalls
+        self.max_replans = max_replans
+        self.complete = complete
+        self.progress_act = progress_act
+        self.reset()
+
+    def reset(self) -> None:
+        """Clear the stall counter and the count of replans it asked for."""
+        self._stalls = 0
+        self._replans = 0
+
+    def decide(self, evaluation: Evaluation, ctx: ReflectContext) -> Decision:
+        if made_progress(evaluation, self.progress_act):
+            self._stalls = max(0, self._stalls - 1)
+        else:
+            self._stalls += 1
+        terms = {
+            "delta_task": evaluation.delta_task,
+            "stalls": float(self._stalls),
+            "replans": float(self._replans),
+        }
+        if evaluation.delta_task >= self.complete:
+            return Decision(ControlSignal.TERMINATE, "request satisfied: δ_task ≥ complete", terms)
+        if self._stalls < self.max_stalls:
+            return Decision(ControlSignal.CONTINUE, "stalls below limit", terms)
+        if self._replans >= self.max_replans:
+            return Decision(ControlSignal.TERMINATE, "give up: replans did not help", terms)
+        self._stalls = 0
+        self._replans += 1
+        return Decision(ControlSignal.REPLAN, "stalled: max_stalls steps without progress", terms)

@@ -1,0 +1,156 @@
+"""The base of every task wrapper, and the timed call the fault wrappers share.
+
+A wrapper holds an inner task and satisfies the Task protocol itself, so
+wrappers stack (Gymnasium's habit: partial observability and faults are added
+from outside, never as per-task flags).  Each wrapper draws from its own child
+generator, derived at ``reset`` from the tools stream and keyed by its depth in
+the stack: it never draws from the streams of the task beneath it, so the same
+seed gives the same trajectory with any stack, and removing a wrapper leaves
+the randomness of the others untouched.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator, Mapping, Sequence
+from typing import Any, ClassVar
+
+import numpy as np
+import simpy
+from pydantic import BaseModel, ConfigDict
+
+from environments.base import Task, TaskEvent, ToolSpec
+from opar_sim.models import Action, ActionResult, Observation, PlanStep
+from opar_sim.seeding import derived
+
+WRAPPER_STREAM = 0x57  # the key tag of wrapper streams ("W")
+
+
+class WrapperParams(BaseModel):
+    """Parameters of a wrapper without any."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class TaskWrapper:
+    """Forward every part of the Task protocol to ``task``; subclasses override some.
+
+    ``name`` is the wrapped task's name (records and summaries stay keyed by
+    task); ``unwrapped`` is the innermost task; ``stack`` lists the wrappers
+    from the outside in.
+    """
+
+    wrapper_name: ClassVar[str] = "wrapper"
+    Params: ClassVar[type[BaseModel]] = WrapperParams
+
+    def __init__(self, task: Task, **params: Any) -> None:
+        self.task = task
+        self.params = self.Params.model_validate(params)
+        self.env = simpy.Environment()
+        self.rng = np.random.default_rng(0)
+        inner_depth = getattr(task, "depth", 0)
+        self.depth: int = inner_depth + 1
+
+    # -- the Task protocol, forwarded --------------------------------------------
+    @property
+    def name(self) -> str:
+        return self.task.name
+
+    @property
+    def goal(self) -> str:
+        return self.task.goal
+
+    @property
+    def tools(self) -> Mapping[str, ToolSpec]:
+        return self.task.tools
+
+    def reset(
+        self, env: simpy.Environment, rng: np.random.Generator, tool_rng: np.random.Generator
+    ) -> Observation:
+        self.env = env
+        self.rng = derived(tool_rng, WRAPPER_STREAM, self.depth)
+        self.task.reset(env, rng, tool_rng)
+        self._on_reset()
+        return self.observe()
+
+    def _on_reset(self) -> None:
+        """Clear the wrapper's own state (after the inner task was reset)."""
+
+    def observe(self) -> Observation:
+        return self.task.observe()
+
+    def execute(self, action: Action) -> TaskEvent:
+        return (yield from self.task.execute(action))
+
+    @property
+    def progress(self) -> float:
+        return self.task.progress
+
+    @property
+    def complete(self) -> bool:
+        return self.task.complete
+
+    @property
+    def feasible(self) -> bool:
+        return self.task.feasible
+
+    def expert_action(self) -> Action:
+        return self.task.expert_action()
+
+    def wrong_actions(self) -> Sequence[Action]:
+        return self.task.wrong_actions()
+
+    def plan_template(self) -> tuple[PlanStep, ...]:
+        return self.task.plan_template()
+
+    def answer(self) -> str:
+        return self.task.answer()
+
+    # -- optional hooks, forwarded when the inner task has them -------------------
+    def disturb(self, rng: np.random.Generator) -> str | None:
+        """Change the world (see ``environments.base.SimTask.disturb``)."""
+        hook = getattr(self.task, "disturb", None)
+        return hook(rng) if hook is not None else None
+
+    def violates(self, action: Action) -> str | None:
+        """The visible constraint ``action`` breaks, if any (for guardrails)."""
+        hook = getattr(self.task, "violates", None)
+        return hook(action) if hook is not None else None
+
+    @property
+    def unwrapped(self) -> Task:
+        inner = self.task
+        while isinstance(inner, TaskWrapper):
+            inner = inner.task
+        return inner
+
+    @property
+    def stack(self) -> list[str]:
+        inner = self.task.stack if isinstance(self.task, TaskWrapper) else []
+        return [self.wrapper_name, *inner]
+
+
+def timed_call(
+    env: simpy.Environment, call: TaskEvent, tool: str, timeout: float, extra: float = 0.0
+) -> Generator[simpy.Event, Any, ActionResult]:
+    """Run ``call`` after ``extra`` seconds, abandoning it at ``timeout`` seconds.
+
+    A call that times out is abandoned, not cancelled: it keeps running in the
+    world and its effect may still land later (as a real booking request
+    would), but the agent gets a timeout.
+    """
+    start = env.now
+    proc = env.process(_delayed(env, call, extra))
+    yield proc | env.timeout(timeout)
+    if proc.triggered:
+        result = proc.value
+        assert isinstance(result, ActionResult)
+        return ActionResult(result.ok, result.text, env.now - start, result.error, result.tokens)
+    return ActionResult(False, f"{tool} timed out", timeout, "timeout")
+
+
+def _delayed(
+    env: simpy.Environment, call: TaskEvent, extra: float
+) -> Generator[simpy.Event, Any, ActionResult]:
+    if extra > 0:
+        yield env.timeout(extra)
+    return (yield from call)

@@ -1,0 +1,102 @@
+"""The executor seam: where chunks of episodes run.
+
+Every backend is a ``concurrent.futures.Executor``: ``serial`` runs each chunk
+when it is submitted, ``process`` is a local process pool sized to the
+machine's cores (the default), and ``dask`` is a Dask cluster, either an
+existing one (``--scheduler ADDRESS``) or a local one (``--dask-local``),
+through ``distributed.Client.get_executor``.  Results never depend on the
+backend: each episode's randomness comes from its own seed.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from collections.abc import Callable, Iterator
+from concurrent.futures import Executor, Future, ProcessPoolExecutor
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, Literal, ParamSpec, TypeVar
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+Kind = Literal["serial", "process", "dask"]
+
+DASK_CONNECT_TIMEOUT = "10s"  # how long to wait for an existing scheduler
+
+
+class ExecutorError(RuntimeError):
+    """An executor could not be started (bad address, missing package)."""
+
+
+class SerialExecutor(Executor):
+    """Runs each submitted call at once, in this process."""
+
+    def submit(self, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> Future[T]:
+        future: Future[T] = Future()
+        try:
+            future.set_result(fn(*args, **kwargs))
+        except BaseException as exc:  # delivered through the future, as a pool would
+            future.set_exception(exc)
+        return future
+
+
+@dataclass(frozen=True)
+class ExecutorConfig:
+    """Which backend, and how many workers (None: one per core)."""
+
+    kind: Kind = "process"
+    workers: int | None = None
+    scheduler: str | None = None  # dask: address of an existing scheduler
+
+    @property
+    def parallelism(self) -> int:
+        if self.kind == "serial":
+            return 1
+        return self.workers or os.cpu_count() or 1
+
+
+@contextmanager
+def open_executor(config: ExecutorConfig) -> Iterator[Executor]:
+    """Start the configured executor and shut it down afterwards."""
+    if config.kind == "serial" or (config.kind == "process" and config.parallelism == 1):
+        yield SerialExecutor()
+        return
+    if config.kind == "process":
+        # spawn, not fork: the parent may hold threads (the progress bar)
+        context = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(config.parallelism, mp_context=context) as pool:
+            yield pool
+        return
+    with _dask_client(config) as client:
+        executor: Any = client.get_executor()
+        yield executor
+
+
+@contextmanager
+def _dask_client(config: ExecutorConfig) -> Iterator[Any]:
+    try:
+        from distributed import Client, LocalCluster
+    except ImportError:
+        raise ExecutorError("dask is not installed: pip install 'opar-sim[dask]'") from None
+    if config.scheduler:
+        try:
+            client = Client(config.scheduler, timeout=DASK_CONNECT_TIMEOUT)  # type: ignore[no-untyped-call]
+        except (OSError, TimeoutError) as exc:
+            raise ExecutorError(
+                f"cannot reach the Dask scheduler {config.scheduler}: {exc}"
+            ) from None
+        with client:
+            yield client
+        return
+    with (
+        LocalCluster(  # type: ignore[no-untyped-call]
+            n_workers=config.parallelism,
+            threads_per_worker=1,
+            processes=True,
+            dashboard_address=None,
+        ) as cluster,
+        Client(cluster) as client,  # type: ignore[no-untyped-call]
+    ):
+        yield client

@@ -1,0 +1,75 @@
+"""Convergence: true and estimated progress against step and against simulated time."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+
+from opar_sim.figures.style import controller_colors, new_figure
+from opar_sim.plots import padded
+from opar_sim.rundir import EpisodeTrace
+
+TIME_POINTS = 200
+
+
+def held_on_grid(times: np.ndarray, values: np.ndarray, grid: np.ndarray) -> np.ndarray:
+    """``values`` held from each sample time on (0 before the first, the last after the end)."""
+    idx = np.searchsorted(times, grid, side="right") - 1
+    out = np.where(idx >= 0, values[np.clip(idx, 0, None)], 0.0)
+    return np.asarray(out, float)
+
+
+def _band(ax: Any, x: np.ndarray, rows: np.ndarray, color: str, estimate: np.ndarray) -> None:
+    q25, med, q75 = np.percentile(rows, [25, 50, 75], axis=0)
+    ax.fill_between(x, q25, q75, color=color, alpha=0.18, linewidth=0)
+    ax.plot(x, med, color=color, lw=2)
+    ax.plot(x, np.median(estimate, axis=0), color=color, lw=1.4, ls="--")
+
+
+def convergence_figure(traces: Mapping[str, Sequence[EpisodeTrace]], title: str) -> Figure:
+    """Median true progress with its interquartile band, and the median estimate δ_task.
+
+    Left against the loop iteration, right against simulated seconds; an
+    episode that ended keeps its final value, so each curve shows where the
+    population of episodes stands.
+    """
+    fig, (by_step, by_time) = new_figure(1, 2, figsize=(12, 4.8))
+    colors = controller_colors(list(traces))
+    t_end = max((float(t.time[-1]) for ts in traces.values() for t in ts if len(t)), default=1.0)
+    grid = np.linspace(0.0, t_end, TIME_POINTS)
+    handles: list[Line2D] = []
+    for name, eps in traces.items():
+        eps = [t for t in eps if len(t)]
+        if not eps:
+            continue
+        color = colors[name]
+        estimates = [np.nan_to_num(t.estimate, nan=0.0) for t in eps]
+        true = padded([t.progress for t in eps])
+        est = padded(estimates)
+        _band(by_step, np.arange(true.shape[1]), true, color, est)
+        true_t = np.array([held_on_grid(t.time, t.progress, grid) for t in eps])
+        est_t = np.array(
+            [held_on_grid(t.time, e, grid) for t, e in zip(eps, estimates, strict=True)]
+        )
+        _band(by_time, grid, true_t, color, est_t)
+        handles.append(Line2D([], [], color=color, lw=6, alpha=0.5, label=f"{name} (n={len(eps)})"))
+    handles += [
+        Line2D([], [], color="0.2", lw=2, label="true progress p: median, IQR band"),
+        Line2D([], [], color="0.2", lw=1.4, ls="--", label="agent's estimate δ_task: median"),
+    ]
+    for ax in (by_step, by_time):
+        ax.axhline(1.0, color="0.4", lw=0.8, ls=":")
+        ax.set_ylim(-0.02, 1.05)
+        ax.set_ylabel("progress toward the goal (0–1)")
+        ax.grid(alpha=0.3)
+    by_step.set_xlabel("loop iteration (step)")
+    by_step.set_title("against loop iterations")
+    by_time.set_xlabel("simulated time (s)")
+    by_time.set_title("against simulated time")
+    fig.suptitle(title)
+    fig.legend(handles=handles, loc="outside lower center", ncols=min(len(handles), 4), fontsize=8)
+    return fig

@@ -1,0 +1,167 @@
+"""The control signal: raster of decisions, PID terms of one episode, phase portrait."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+from matplotlib.colors import ListedColormap
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+from matplotlib.patches import Patch
+from matplotlib.ticker import MaxNLocator
+
+from opar_sim.figures.style import SIGNAL_COLORS, controller_colors, new_figure
+from opar_sim.rundir import EpisodeTrace
+
+RASTER_EPISODES = 40
+PHASE_EPISODES = 8
+_CODES = {"continue": 1, "replan": 2, "terminate": 3}
+
+
+def signal_matrix(traces: Sequence[EpisodeTrace], width: int) -> np.ndarray:
+    """Episodes × steps of signal codes: 0 no step, 1 CONTINUE, 2 REPLAN, 3 TERMINATE."""
+    out = np.zeros((len(traces), width), dtype=int)
+    for row, t in enumerate(traces):
+        for col, signal in enumerate(t.signals[:width]):
+            out[row, col] = _CODES.get(signal or "", 0)
+    return out
+
+
+def raster_figure(traces: Mapping[str, Sequence[EpisodeTrace]], title: str) -> Figure:
+    """Episodes × steps coloured by the decision: thrashing shows as dense REPLAN stripes."""
+    names = [n for n, ts in traces.items() if ts]
+    width = max((len(t) for n in names for t in traces[n]), default=1)
+    fig, axes = new_figure(
+        len(names) or 1, 1, figsize=(9, 1.0 + 1.7 * max(len(names), 1)), sharex=True
+    )
+    axes = np.atleast_1d(axes)
+    cmap = ListedColormap(["white", *SIGNAL_COLORS.values()])
+    for ax, name in zip(axes, names, strict=False):
+        shown = list(traces[name])[:RASTER_EPISODES]
+        matrix = signal_matrix(shown, width)
+        ax.imshow(
+            matrix,
+            aspect="auto",
+            cmap=cmap,
+            vmin=0,
+            vmax=3,
+            interpolation="nearest",
+            extent=(0.5, width + 0.5, len(shown) - 0.5, -0.5),
+        )
+        ax.set_ylabel(f"{name}\nepisode", fontsize=9)
+    axes[-1].set_xlabel("loop iteration (step)")
+    axes[-1].xaxis.set_major_locator(MaxNLocator(integer=True))
+    handles = [Patch(color=c, label=s.upper()) for s, c in SIGNAL_COLORS.items()]
+    handles.append(Patch(facecolor="white", edgecolor="0.5", label="episode over"))
+    fig.legend(handles=handles, loc="outside lower center", ncols=4, fontsize=8)
+    fig.suptitle(title)
+    return fig
+
+
+def most_replanning(traces: Sequence[EpisodeTrace]) -> EpisodeTrace | None:
+    """The episode with the most REPLAN decisions (the first on ties)."""
+    best: EpisodeTrace | None = None
+    for t in traces:
+        if best is None or t.signals.count("replan") > best.signals.count("replan"):
+            best = t
+    return best
+
+
+def pid_terms_figure(
+    trace: EpisodeTrace, replan_threshold: float | None, settle_band: float | None, title: str
+) -> Figure:
+    """Error and progress (top); P, I, D and the effort against the thresholds (bottom)."""
+    fig, (top, bottom) = new_figure(2, 1, figsize=(11, 6.4), sharex=True)
+    steps = trace.step
+    error = trace.terms.get("error", 1.0 - np.nan_to_num(trace.estimate))
+    top.plot(steps, error, "o-", color="C3", label="error e = 1 − δ_task")
+    top.plot(steps, 1.0 - trace.progress, "s:", color="0.4", label="true error 1 − p")
+    if settle_band is not None:
+        top.axhspan(
+            0, settle_band, color="C2", alpha=0.12, label=f"settle band (e ≤ {settle_band})"
+        )
+    top.set_ylabel("error (0–1)")
+    top.set_ylim(-0.05, 1.05)
+    for name, style in (("p", "C0"), ("i", "C1"), ("d", "C4"), ("effort", "k")):
+        if name in trace.terms:
+            label = {"p": "P", "i": "I", "d": "D", "effort": "effort u = P + I + D"}[name]
+            bottom.plot(
+                steps,
+                trace.terms[name],
+                "o-",
+                color=style,
+                lw=2.2 if name == "effort" else 1.3,
+                ms=3,
+                label=label,
+            )
+    if replan_threshold is not None:
+        bottom.axhline(
+            replan_threshold,
+            color="C3",
+            ls="--",
+            lw=1.2,
+            label=f"REPLAN threshold ({replan_threshold:g})",
+        )
+    bottom.set_ylabel("term value (dimensionless)")
+    bottom.set_xlabel("loop iteration (step)")
+    for ax in (top, bottom):
+        for s, signal in zip(steps, trace.signals, strict=True):
+            if signal in ("replan", "terminate"):
+                ax.axvline(s, color=SIGNAL_COLORS[signal], alpha=0.35, lw=3)
+        ax.grid(alpha=0.3)
+    marks = [
+        Line2D([], [], color=SIGNAL_COLORS["replan"], alpha=0.5, lw=3, label="REPLAN decided"),
+        Line2D([], [], color=SIGNAL_COLORS["terminate"], alpha=0.5, lw=3, label="TERMINATE"),
+    ]
+    top.legend(
+        handles=[*top.get_legend_handles_labels()[0], *marks],
+        fontsize=8,
+        loc="upper left",
+        bbox_to_anchor=(1.01, 1.0),
+    )
+    bottom.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    bottom.xaxis.set_major_locator(MaxNLocator(integer=True))
+    fig.suptitle(title)
+    return fig
+
+
+def phase_figure(traces: Mapping[str, Sequence[EpisodeTrace]], title: str) -> Figure:
+    """The estimated error e against its trend Δe per step, one panel per controller.
+
+    A converging loop runs from (1, 0) into the origin; a thrashing one circles.
+    """
+    names = [n for n, ts in traces.items() if ts]
+    cols = min(3, max(len(names), 1))
+    rows = math.ceil(max(len(names), 1) / cols)
+    fig, axes = new_figure(rows, cols, figsize=(4.2 * cols, 3.8 * rows + 0.4), sharey=True)
+    axes = np.atleast_1d(axes).ravel()
+    colors = controller_colors(list(traces))
+    for ax, name in zip(axes, names, strict=False):
+        for t in list(traces[name])[:PHASE_EPISODES]:
+            e = np.concatenate(([1.0], 1.0 - np.nan_to_num(t.estimate)))
+            de = np.diff(e)
+            ax.plot(e[1:], de, "-", color=colors[name], alpha=0.45, lw=1)
+            ax.plot(e[1:], de, ".", color=colors[name], alpha=0.6, ms=3)
+            ax.plot(e[-1], de[-1] if de.size else 0.0, "x", color="k", ms=5)
+        ax.axhline(0, color="0.5", lw=0.6)
+        ax.axvline(0, color="0.5", lw=0.6)
+        ax.set_title(
+            f"{name} (first {min(PHASE_EPISODES, len(traces[name]))} episodes)", fontsize=10
+        )
+        ax.grid(alpha=0.3)
+    for ax in axes[len(names) :]:
+        ax.set_visible(False)
+    for ax in axes[: len(names)]:
+        ax.set_xlim(-0.05, 1.05)
+        ax.set_xlabel("error e = 1 − δ_task")
+        if ax.get_subplotspec().is_first_col():
+            ax.set_ylabel("error trend Δe per step")
+    fig.legend(
+        handles=[Line2D([], [], color="k", marker="x", ls="", label="where the episode ended")],
+        loc="outside lower center",
+        fontsize=8,
+    )
+    fig.suptitle(title)
+    return fig

@@ -1,0 +1,54 @@
+"""What every figure shares: headless backend, one colour per controller and outcome."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+from matplotlib.figure import Figure
+
+SIGNAL_COLORS = {"continue": "#cfd8dc", "replan": "#e6550d", "terminate": "#08519c"}
+
+OUTCOME_COLORS = {
+    "success": "#31a354",
+    "premature": "#de2d26",
+    "gave_up": "#756bb1",
+}
+_TRUNCATED = ["#fd8d3c", "#fdae6b", "#fdd0a2", "#a63603", "#e6550d"]
+_ERROR = ["#636363", "#969696", "#bdbdbd"]
+
+
+def new_figure(rows: int, cols: int, **kwargs: Any) -> tuple[Figure, Any]:
+    """A figure with constrained layout (no overlapping labels) and its axes."""
+    fig, axes = plt.subplots(rows, cols, layout="constrained", squeeze=True, **kwargs)
+    return fig, axes
+
+
+def controller_colors(names: Sequence[str]) -> dict[str, str]:
+    """One colour per controller, in run order, the same in every figure."""
+    cycle = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    return {name: cycle[k % len(cycle)] for k, name in enumerate(names)}
+
+
+def outcome_color(outcome: str, order: Sequence[str]) -> str:
+    """Green for success, red for premature, oranges for truncations, greys for errors."""
+    if outcome in OUTCOME_COLORS:
+        return OUTCOME_COLORS[outcome]
+    palette = _TRUNCATED if outcome.startswith("truncated") else _ERROR
+    same = [o for o in order if o.split(":")[0] == outcome.split(":")[0]]
+    return palette[same.index(outcome) % len(palette)] if outcome in same else palette[0]
+
+
+def outcome_order(outcomes: Sequence[str]) -> list[str]:
+    """Success first, then premature and gave_up, then truncations and errors."""
+    rank = {"success": 0, "premature": 1, "gave_up": 2}
+
+    def key(o: str) -> tuple[int, str]:
+        head = o.split(":")[0]
+        return (rank.get(o, 3 if head == "truncated" else 4), o)
+
+    return sorted(set(outcomes), key=key)

@@ -1,0 +1,122 @@
+"""The cognitive PID's effort → signal map: hysteresis, dwell, integral policy, stop rules."""
+
+from __future__ import annotations
+
+import pytest
+
+import controllers
+import environments
+from controllers import CognitivePID, ReflectContext, Truth
+from opar_sim import ControlSignal, Evaluation
+from opar_sim.agents import SimulatedAgent
+from opar_sim.loop import Limits, run_episode
+from opar_sim.seeding import episode_seed
+
+CONTINUE, REPLAN, TERMINATE = ControlSignal.CONTINUE, ControlSignal.REPLAN, ControlSignal.TERMINATE
+
+
+def ctx(step: int, dt: float = 10.0, plan_age: int = 5) -> ReflectContext:
+    dt = 0.0 if step == 1 else dt
+    return ReflectContext(step, step * dt, dt, plan_age, False, 0, Truth(0.5, False, True, 0.5))
+
+
+def ev(task: float, conf: float = 0.9) -> Evaluation:
+    return Evaluation(task, 1.0, 0.0, conf)
+
+
+def run(pid: CognitivePID, estimates: list[float]) -> list[tuple[ControlSignal, str]]:
+    out = []
+    for step, estimate in enumerate(estimates, start=1):
+        decision = pid.decide(ev(estimate), ctx(step))
+        out.append((decision.signal, decision.reason))
+    return out
+
+
+def test_every_decision_carries_the_pid_terms():
+    decision = CognitivePID(1.0, 0.1, 2.0).decide(ev(0.4), ctx(1))
+    assert decision.terms["error"] == pytest.approx(0.6)
+    assert decision.terms["p"] == pytest.approx(0.6)
+    assert {"p", "i", "d", "effort"} <= set(decision.terms)
+    assert decision.terms["effort"] == pytest.approx(sum(decision.terms[k] for k in "pid"))
+
+
+def test_without_hysteresis_the_relay_fires_whenever_effort_is_high():
+    pid = CognitivePID(1.0, 0.0, 0.0, replan_threshold=0.5)
+    assert [s for s, _ in run(pid, [0.4, 0.4, 0.4])] == [REPLAN, REPLAN, REPLAN]
+
+
+def test_hysteresis_holds_the_relay_until_effort_falls_below_the_release_level():
+    pid = CognitivePID(1.0, 0.0, 0.0, replan_threshold=0.5, hysteresis=0.2)
+    # effort = error = 1 − δ_task; the relay fires at 0.5 and re-arms at 0.5 − 0.2 = 0.3
+    signals = run(pid, [0.4, 0.45, 0.65, 0.4, 0.75, 0.4])
+    assert signals == [
+        (REPLAN, "effort above replan threshold"),
+        (CONTINUE, "replan held: relay not re-armed"),  # 0.55: still latched
+        (CONTINUE, "effort below replan threshold"),  # 0.35: below, but not released
+        (CONTINUE, "replan held: relay not re-armed"),  # 0.6
+        (CONTINUE, "effort below replan threshold"),  # 0.25 ≤ 0.3: re-armed
+        (REPLAN, "effort above replan threshold"),
+    ]
+
+
+def test_minimum_dwell_holds_a_replan_on_a_young_plan():
+    pid = CognitivePID(1.0, 0.0, 0.0, replan_threshold=0.5, min_dwell=3)
+    young = pid.decide(ev(0.2), ReflectContext(2, 10, 10, 2, False, 0, Truth(0, False, True, 0)))
+    assert (young.signal, young.reason) == (CONTINUE, "replan held: minimum dwell")
+
+
+@pytest.mark.parametrize(("policy", "kept"), [("reset", 0.0), ("keep", 1.0), ("scale", 0.25)])
+def test_integral_policy_on_replan(policy, kept):
+    pid = CognitivePID(
+        0.0, 0.1, 0.0, replan_threshold=0.5, integral_on_replan=policy, integral_scale=0.25
+    )
+    pid.decide(ev(0.0), ctx(1))
+    decision = pid.decide(ev(0.0), ctx(2))  # I = 0.1 · 1 · 10 = 1 ≥ 0.5
+    assert decision.signal is REPLAN
+    assert decision.terms["i"] == pytest.approx(1.0)  # the terms explain the REPLAN
+    assert pid.components[1] == pytest.approx(kept)  # what the new plan inherits
+
+
+def test_settling_needs_k_reflects_in_the_band_and_enough_confidence():
+    pid = CognitivePID(settle_band=0.1, settle_count=3, confidence_floor=0.8)
+    estimates = [0.95, 0.96, 0.97]
+    decisions = [pid.decide(ev(x, conf=0.5), ctx(i)) for i, x in enumerate(estimates, 1)]
+    assert all(d.signal is not TERMINATE for d in decisions)  # settled but not confident
+    final = pid.decide(ev(0.97, conf=0.85), ctx(4))
+    assert (final.signal, final.reason) == (TERMINATE, "settled: error inside band")
+
+
+def test_give_up_when_error_accumulates_with_no_trend_to_the_goal():
+    pid = CognitivePID(replan_threshold=100.0, give_up_after=30.0, give_up_window=3)
+    signals = run(pid, [0.3] * 8)  # e = 0.7 every 10 s: Σ e·dt = 0, 7, 14, 21, 28, 35
+    assert [s for s, _ in signals[:5]] == [CONTINUE] * 5
+    assert signals[5][0] is TERMINATE
+    assert signals[5][1].startswith("give up")
+
+
+def test_no_give_up_while_the_error_keeps_falling():
+    pid = CognitivePID(replan_threshold=100.0, give_up_after=5.0, give_up_window=2)
+    signals = run(pid, [0.1 * k for k in range(8)])
+    assert all(s is CONTINUE for s, _ in signals)
+
+
+def test_give_up_on_an_infeasible_task_is_scored_gave_up():
+    task = environments.make("flight_booking", infeasible_rate=1.0)
+    pid = controllers.make("pid", give_up_after=100.0, give_up_window=3)
+    result = run_episode(task, SimulatedAgent(), pid, Limits(), episode_seed(0, 1))
+    assert result.outcome == "gave_up"
+    assert result.steps[-1].decision.reason.startswith("give up")
+
+
+@pytest.mark.parametrize(
+    ("bad", "message"),
+    [
+        ({"integral_on_replan": "halve"}, "integral_on_replan must be"),
+        ({"hysteresis": -0.1}, "hysteresis must be >= 0"),
+        ({"give_up_window": 0}, "give_up_window must be >= 1"),
+        ({"integral_scale": 1.5}, "integral_scale must be in"),
+    ],
+)
+def test_bad_map_options_are_rejected_naming_the_option(bad, message):
+    with pytest.raises(ValueError, match=message):
+        controllers.make("pid", **bad)

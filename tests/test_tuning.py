@@ -1,0 +1,115 @@
+"""Gain tuning: the objective, held-out scoring with a paired interval, and the command."""
+
+from __future__ import annotations
+
+import json
+import tomllib
+
+import pytest
+
+from opar_sim.cli import main
+from opar_sim.spec import SpecError, parse_spec
+from opar_sim.tuning import (
+    Objective,
+    ParamRange,
+    TuneSpec,
+    paired_bootstrap,
+    toml_snippet,
+    tune,
+)
+
+
+def row(success: bool, tokens: int = 0, replans: int = 0, steps: int = 10, episode: int = 0):
+    return {
+        "success": success,
+        "tokens": tokens,
+        "replans": replans,
+        "steps": steps,
+        "episode": episode,
+    }
+
+
+def test_episode_objective_is_the_weighted_sum():
+    objective = Objective(failure=1.0, tokens=1e-5, replan_rate=0.5)
+    assert objective.episode_score(row(True, 20_000, 2, 10)) == pytest.approx(0.2 + 0.1)
+    assert objective.episode_score(row(False, 0, 0, 10)) == 1.0
+
+
+def test_paired_bootstrap_brackets_a_constant_difference():
+    assert paired_bootstrap([1.0, 2.0, 3.0], [0.5, 1.5, 2.5], seed=0) == (0.5, 0.5)
+
+
+def test_tuner_finds_the_minimum_and_scores_it_on_held_out_seeds():
+    space = {"controller.params.kp": ParamRange(low=0.1, high=10.0, log=True)}
+    spec = TuneSpec(trials=30, train_episodes=20, holdout_episodes=50, space=space)
+    seen_seeds = set()
+
+    def evaluate(params, episodes, seed):
+        seen_seeds.add(seed)
+        kp = 1.0 if params is None else params["controller.params.kp"]
+        # success iff kp is within a band around 3 (deterministic, per episode)
+        return [row(abs(kp - 3.0) < 0.3 * (1 + i % 3), episode=i) for i in range(episodes)]
+
+    result = tune(spec, evaluate, seed=7)
+    assert abs(result.best_params["controller.params.kp"] - 3.0) < 0.9
+    assert seen_seeds == {7, spec.holdout_seed}
+    assert result.holdout.default_score == 1.0  # kp = 1 fails every held-out episode
+    assert result.holdout.improvement > 0.5
+    lo, hi = result.holdout.improvement_ci95
+    assert lo <= result.holdout.improvement <= hi
+
+
+def test_toml_snippet_round_trips():
+    text = toml_snippet({"controller.params.kp": 0.5, "controller.params.kd": 12.0})
+    assert tomllib.loads(text) == {"controller": {"params": {"kp": 0.5, "kd": 12.0}}}
+
+
+def test_bad_tune_tables_are_rejected_naming_the_key():
+    with pytest.raises(SpecError, match="space"):
+        parse_spec({"name": "t", "tune": {"space": {}}})
+    with pytest.raises(SpecError, match="low < high"):
+        parse_spec({"name": "t", "tune": {"space": {"a.b": {"low": 2, "high": 1}}}})
+
+
+TUNE = """
+name = "mini_tune"
+[task]
+name = "weather"
+[controller]
+name = "threshold"
+[limits]
+max_steps = 6
+[tune]
+trials = 4
+train_episodes = 12
+holdout_episodes = 20
+[tune.space]
+"controller.params.threshold_complete" = {{ low = 0.5, high = {high} }}
+"controller.params.threshold_valid" = {{ low = 0.0, high = 0.5 }}
+"""
+
+
+def test_tune_command_writes_gains_history_and_scores(tmp_path, capsys):
+    spec = tmp_path / "t.toml"
+    spec.write_text(TUNE.format(high=0.99))
+    out = tmp_path / "out"
+    assert main(["tune", str(spec), "--workers", "1", "--out", str(out)]) == 0
+    summary = json.loads((out / "tune.json").read_text())
+    assert set(summary["best_params"]) == {
+        "controller.params.threshold_complete",
+        "controller.params.threshold_valid",
+    }
+    assert "improvement_ci95" in summary["holdout"]
+    assert len((out / "trials.jsonl").read_text().splitlines()) == 4
+    for name in ("best.toml", "history.png", "landscape.png"):
+        assert (out / name).is_file(), name
+    assert "held-out improvement" in capsys.readouterr().out
+
+
+def test_a_space_outside_the_valid_range_is_rejected_before_running(tmp_path, capsys):
+    spec = tmp_path / "t.toml"
+    spec.write_text(TUNE.format(high=1.5))
+    out = tmp_path / "out"
+    assert main(["tune", str(spec), "--workers", "1", "--out", str(out)]) == 2
+    assert "threshold_complete must be in [0, 1]" in capsys.readouterr().err
+    assert not (out / "tune.json").exists()
