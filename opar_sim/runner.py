@@ -12,11 +12,11 @@ only what is missing.  Memory does not grow with the number of episodes.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Executor, Future, wait
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import orjson
 
@@ -64,30 +64,107 @@ def run_experiment(
     figures: bool = True,
 ) -> RunResult:
     """Run every episode of ``spec`` (every controller, same seeds) into ``out``."""
-    build(spec)  # every error surfaces before anything is written
-    done = _resume_point(spec, out) if resume else 0
-    if not resume:
-        prepare_out_dir(out)
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "spec.json").write_text(spec.model_dump_json(indent=2) + "\n", encoding="utf-8")
-    if on_progress is not None and done:
-        on_progress(done)
-    chunks = plan_chunks(spec, skip=done, parallelism=parallelism)
-    with (
-        open(out / "episodes.jsonl", "a", encoding="utf-8") as episodes_file,
-        open(out / "steps.jsonl", "a", encoding="utf-8") as steps_file,
-    ):
-        for result in run_in_order(executor or SerialExecutor(), chunks, 2 * parallelism + 1):
-            steps_file.write(result.steps)
-            steps_file.flush()
-            episodes_file.write(result.episodes)
-            episodes_file.flush()
-            if result.calls:  # LLM agents (issue 7)
-                with open(out / CALLS_FILE, "a", encoding="utf-8") as calls_file:
-                    calls_file.write(result.calls)
+    if resume and not (out / "spec.json").is_file():
+        raise SpecError(f"--resume: {out} holds no run to resume")
+    return run_many(
+        [(spec, out)],
+        executor=executor,
+        parallelism=parallelism,
+        resume=resume,
+        on_progress=on_progress,
+        figures=figures,
+    )[0]
+
+
+def run_many(
+    runs: Sequence[tuple[ExperimentSpec, Path]],
+    *,
+    executor: Executor | None = None,
+    parallelism: int = 1,
+    resume: bool = False,
+    on_progress: Callable[[int], None] | None = None,
+    on_run: Callable[[int], None] | None = None,
+    figures: bool = True,
+) -> list[RunResult]:
+    """Run several experiments as one stream of chunks, each into its own directory.
+
+    The executor stays busy across run boundaries (a sweep's points do not wait
+    for each other); each run's files are still written in episode order.
+    ``on_run(i)`` is called when run ``i`` starts writing.
+    """
+    for spec, _ in runs:
+        build(spec)  # every error surfaces before anything is written
+    # resuming, a run not started yet simply starts (a sweep point the kill never reached)
+    done: list[int] = [
+        _resume_point(spec, out) if resume and (out / "spec.json").is_file() else 0
+        for spec, out in runs
+    ]
+    for spec, out in runs:
+        if not (resume and (out / "spec.json").is_file()):
+            prepare_out_dir(out)
+            out.mkdir(parents=True, exist_ok=True)
+            (out / "spec.json").write_text(spec.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    already = sum(done)
+    if on_progress is not None and already:
+        on_progress(already)
+    chunks: list[Chunk] = []
+    owner: list[int] = []
+    for index, ((spec, _), skip) in enumerate(zip(runs, done, strict=True)):
+        planned = plan_chunks(spec, skip=skip, parallelism=parallelism)
+        chunks += planned
+        owner += [index] * len(planned)
+    writer = _Writers(runs, on_run)
+    try:
+        stream = run_in_order(executor or SerialExecutor(), chunks, 2 * parallelism + 1)
+        for index, result in zip(owner, stream, strict=True):
+            writer.write(index, result)
             if on_progress is not None:
                 on_progress(result.chunk.stop - result.chunk.start)
-    return finish_run(spec, out, figures=figures, resumed_from=done)
+    finally:
+        writer.close()
+    return [
+        finish_run(spec, out, figures=figures, resumed_from=skip)
+        for (spec, out), skip in zip(runs, done, strict=True)
+    ]
+
+
+class _Writers:
+    """The open episodes/steps files of the run being written (one at a time, in order)."""
+
+    def __init__(
+        self, runs: Sequence[tuple[ExperimentSpec, Path]], on_run: Callable[[int], None] | None
+    ) -> None:
+        self.runs = runs
+        self.on_run = on_run
+        self.index: int | None = None
+        self.files: tuple[IO[str], IO[str]] | None = None
+
+    def write(self, index: int, result: ChunkResult) -> None:
+        if index != self.index:
+            self.close()
+            out = self.runs[index][1]
+            self.files = (
+                open(out / "episodes.jsonl", "a", encoding="utf-8"),  # noqa: SIM115
+                open(out / "steps.jsonl", "a", encoding="utf-8"),  # noqa: SIM115
+            )
+            self.index = index
+            if self.on_run is not None:
+                self.on_run(index)
+        assert self.files is not None
+        episodes_file, steps_file = self.files
+        steps_file.write(result.steps)
+        steps_file.flush()
+        episodes_file.write(result.episodes)
+        episodes_file.flush()
+        if result.calls:  # LLM agents (issue 7): their model calls
+            with open(self.runs[index][1] / CALLS_FILE, "a", encoding="utf-8") as calls_file:
+                calls_file.write(result.calls)
+
+    def close(self) -> None:
+        if self.files is not None:
+            for f in self.files:
+                f.close()
+        self.files = None
 
 
 def finish_run(

@@ -1,8 +1,9 @@
 """Run a sweep: every grid point as a run directory under one sweep directory.
 
 ``OUT/sweep.json`` names the base spec and the points; ``OUT/<point>/`` is an
-ordinary run directory.  Points run one after another on a shared executor,
-each spread over all its workers.  With ``resume`` finished points are kept,
+ordinary run directory.  All points' chunks go to one executor as a
+single stream, so workers stay busy across points; each point's files are
+written in episode order.  With ``resume`` finished points are kept,
 a half-finished one is completed, and the rest run.
 """
 
@@ -16,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from opar_sim import plots
-from opar_sim.runner import RunResult, finish_run, prepare_out_dir, run_experiment
+from opar_sim.runner import prepare_out_dir, run_many
 from opar_sim.spec import ExperimentSpec, SpecError, sweep_points
 from opar_sim.sweep import SweepPoint
 
@@ -58,39 +59,20 @@ def run_sweep(
         prepare_out_dir(out)
         out.mkdir(parents=True, exist_ok=True)
         index.write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
-    rows = []
-    for point, point_spec in points:
-        if on_point is not None:
-            on_point(point)
-        result = _run_point(
-            point_spec, out / point.name, executor, parallelism, resume, on_progress
-        )
-        rows.append(
-            {"point": point.name, "assignment": point.assignment, "summary": result.summary}
-        )
+    targets = [(point_spec, out / point.name) for point, point_spec in points]
+    results = run_many(
+        targets,
+        executor=executor,
+        parallelism=parallelism,
+        resume=resume,
+        on_progress=on_progress,
+        on_run=(lambda i: on_point(points[i][0])) if on_point is not None else None,
+        figures=False,  # one sweep figure; `opar-sim plot POINT_DIR` draws a point's
+    )
+    rows = [
+        {"point": point.name, "assignment": point.assignment, "summary": result.summary}
+        for (point, _), result in zip(points, results, strict=True)
+    ]
     (out / "sweep_summary.json").write_text(json.dumps(rows, indent=2) + "\n", encoding="utf-8")
     figure = plots.sweep_figure(rows, f"{spec.name}: sweep over {', '.join(spec.sweep)}")
     return SweepResult(out, rows, plots.save(figure, str(out / "sweep")))
-
-
-def _run_point(
-    spec: ExperimentSpec,
-    out: Path,
-    executor: Executor,
-    parallelism: int,
-    resume: bool,
-    on_progress: Callable[[int], None] | None,
-) -> RunResult:
-    finished = out / "summary.json"
-    if resume and finished.is_file():
-        if on_progress is not None:
-            on_progress(spec.episodes * len(spec.controller_list()))
-        return finish_run(spec, out, figures=False)
-    return run_experiment(
-        spec,
-        out,
-        executor=executor,
-        parallelism=parallelism,
-        resume=resume and (out / "spec.json").is_file(),
-        on_progress=on_progress,
-    )

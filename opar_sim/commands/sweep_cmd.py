@@ -11,6 +11,7 @@ from opar_sim.commands.common import add_run_flags, executor_config, out_dir
 from opar_sim.display import progress_bar
 from opar_sim.executors import open_executor
 from opar_sim.spec import load_spec, sweep_points, with_overrides
+from opar_sim.sweep import SweepPoint
 from opar_sim.sweeping import SweepResult, run_sweep
 
 NAME = "sweep"
@@ -34,12 +35,9 @@ def run(args: argparse.Namespace, console: Console) -> int:
     with open_executor(config) as executor, progress_bar(console, unit="") as bar:
         point_job = bar.add_task("points", total=len(points))
         episode_job = bar.add_task("episodes", total=len(points) * per_point)
-        started = [0]
 
-        def next_point(_point: object) -> None:
-            if started[0]:
-                bar.advance(point_job)
-            started[0] += 1
+        def next_point(point: SweepPoint) -> None:
+            bar.update(point_job, completed=point.index)
 
         result = run_sweep(
             spec,
@@ -50,7 +48,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
             on_point=next_point,
             on_progress=lambda n: bar.advance(episode_job, n),
         )
-        bar.advance(point_job)
+        bar.update(point_job, completed=len(points))
     console.print(sweep_table(result))
     console.print(f"sweep directory: [green]{result.out}[/]")
     for figure in result.figures:
