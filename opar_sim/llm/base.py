@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
@@ -148,7 +149,7 @@ def retry_message(problem: str) -> Message:
     }
 
 
-class BackendBase:
+class BackendBase(ABC):
     """Shared structured-output logic; subclasses override ``generate`` only."""
 
     name = "base"
@@ -156,11 +157,11 @@ class BackendBase:
     def __init__(self, model: str) -> None:
         self.model = model
 
+    @abstractmethod
     def generate(
         self, messages: Sequence[Message], json_schema: JsonSchema, seed: int | None
     ) -> Completion:
         """One generation constrained to ``json_schema``; raise LLMError on failure."""
-        raise NotImplementedError
 
     def chat(
         self,
