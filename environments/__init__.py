@@ -10,6 +10,7 @@ from environments.flight_booking import FlightBooking
 from environments.plant import Plant
 from environments.registry import describe, make, names, register
 from environments.research_qa import ResearchQA
+from environments.team import Team
 from environments.weather import Weather
 from environments.wrappers import wrap, wrapper_names
 
@@ -17,6 +18,7 @@ register("weather", Weather)
 register("flight_booking", FlightBooking)
 register("research_qa", ResearchQA)
 register("plant", Plant)
+register("team", Team)
 
 __all__ = [
     "FlightBooking",
@@ -24,6 +26,7 @@ __all__ = [
     "ResearchQA",
     "SimTask",
     "Task",
+    "Team",
     "ToolParams",
     "ToolSpec",
     "Weather",

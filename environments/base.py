@@ -30,6 +30,8 @@ class ToolSpec:
     description: str
     args: type[BaseModel]
     risk: Risk = "low"
+    # waits on other agents (a team's delegation): per-call API timeouts do not apply
+    blocking: bool = False
 
     def validate(self, action: Action) -> str | None:
         """Return why ``action`` does not fit this tool's schema, or None if it does."""

@@ -97,6 +97,38 @@ def run_episode(
     return _finish(task, agent, controller, run, cost, episode, _entropy(seed))
 
 
+def sub_episode(
+    env: simpy.Environment,
+    task: Task,
+    agent: Agent,
+    controller: Controller,
+    limits: Limits,
+    seed: np.random.SeedSequence,
+    *,
+    episode: int,
+    name: str,
+) -> Generator[simpy.Event, Any, EpisodeResult]:
+    """Algorithm 3, line 11: a sub-agent's full OPAR episode inside the caller's world.
+
+    A SimPy process in the same environment (same simulated clock); the caller
+    blocks on it, or waits on several with ``AllOf`` when delegation is
+    parallel.  Bounded by ``limits.max_steps`` and ``limits.token_budget``;
+    the caller's own time budget bounds the whole.
+    """
+    rngs = streams(seed)
+    task.reset(env, rngs.task, rngs.tools)
+    cost = Cost()
+    agent.reset(task, rngs.agent, cost)
+    controller.reset()
+    run = _Run([])
+    start = env.now
+    yield env.process(_opar(env, task, agent, controller, limits, cost, run, None))
+    cost.sim_seconds = env.now - start
+    result = _finish(task, agent, controller, run, cost, episode, _entropy(seed))
+    result.agent = name
+    return result
+
+
 def _opar(
     env: simpy.Environment,
     task: Task,
@@ -227,6 +259,8 @@ def _finish(
         outcome = outcome_label(Outcome.TRUNCATED, run.stop or "max_steps")
     best = _best_step(run)
     answer = run.steps[best - 1].answer if best is not None else task.answer()
+    # a nested task (Algorithm 3) hands over its sub-agents' episodes
+    subs: list[EpisodeResult] = list(getattr(task, "sub_episodes", ()))
     return EpisodeResult(
         episode=episode,
         seed=seed,
@@ -240,6 +274,7 @@ def _finish(
         cost=cost,
         steps=run.steps,
         best_step=best,
+        sub_episodes=subs,
     )
 
 

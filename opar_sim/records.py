@@ -77,6 +77,8 @@ def episode_row(result: EpisodeResult) -> dict[str, Any]:
         "sim_seconds": c.sim_seconds,
         "tool_calls": c.tool_calls,
         "replans": c.replans,
+        # a nested run's sub-agents spend on top of the orchestrator's own tokens
+        "sub_tokens": sum(sub.cost.tokens for sub in result.sub_episodes),
         "attempt": result.attempt,
     }
 
@@ -90,5 +92,14 @@ def episode_lines(result: EpisodeResult) -> tuple[str, str]:
     """(the episode's line, all its step lines), sub-agents' steps included."""
     steps = "".join(to_line(step_row(result, rec)) for rec in result.steps)
     for sub in result.sub_episodes:
-        steps += "".join(to_line(step_row(sub, rec)) for rec in sub.steps)
+        for rec in sub.steps:
+            # a sub-agent's step belongs to the parent's episode: same controller and
+            # episode keys, its own agent name, the parent named, its own Reflect law kept
+            row = step_row(sub, rec)
+            row["controller"] = result.controller
+            row["episode"] = result.episode
+            row["parent"] = result.agent
+            row["sub_controller"] = sub.controller
+            row["sub_run"] = sub.episode  # the n-th sub-agent this episode launched
+            steps += to_line(row)
     return to_line(episode_row(result)), steps

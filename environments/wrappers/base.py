@@ -11,6 +11,7 @@ the randomness of the others untouched.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Generator, Mapping, Sequence
 from typing import Any, ClassVar
 
@@ -140,7 +141,10 @@ def timed_call(
     """
     start = env.now
     proc = env.process(_delayed(env, call, extra))
-    yield proc | env.timeout(timeout)
+    if math.isfinite(timeout):
+        yield proc | env.timeout(timeout)
+    else:  # a blocking call (ToolSpec.blocking) is waited for, however long it takes
+        yield proc
     if proc.triggered:
         result = proc.value
         assert isinstance(result, ActionResult)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -61,7 +62,9 @@ class HeavyTailLatency(TaskWrapper):
         p = self.params
         extra = p.scale * float(self.rng.pareto(p.shape))
         call = self.task.execute(action)
-        return (yield from timed_call(self.env, call, action.tool, p.timeout, extra))
+        spec = self.tools.get(action.tool)
+        timeout = math.inf if spec is not None and spec.blocking else p.timeout
+        return (yield from timed_call(self.env, call, action.tool, timeout, extra))
 
 
 class DisturbanceParams(BaseModel):

@@ -70,7 +70,16 @@ class ParallelCalls(TaskWrapper):
         start = env.now
         procs = [env.process(self.task.execute(a)) for a in batch]
         timeout = self.params.timeout
-        yield env.all_of([p | env.timeout(timeout) for p in procs])
+        tools = self.tools
+        # a blocking call (a team's delegation) is waited for, not raced against the timeout
+        yield env.all_of(
+            [
+                p
+                if (spec := tools.get(a.tool)) is not None and spec.blocking
+                else p | env.timeout(timeout)
+                for p, a in zip(procs, batch, strict=True)
+            ]
+        )
         results = [_outcome(p, a, timeout) for p, a in zip(procs, batch, strict=True)]
         self.last_batch = list(zip(batch, results, strict=True))
         lead = results[0]
