@@ -37,9 +37,8 @@ class ToolSpec:
         """Return why ``action`` does not fit this tool's schema, or None if it does."""
         key = (self.args, action)
         try:
-            return _VALIDATED[key]
-        except KeyError:
-            pass
+            if key in _VALIDATED:
+                return _VALIDATED[key]
         except TypeError:  # unhashable argument values: validate every time
             return self._validate(action)
         problem = self._validate(action)

@@ -22,6 +22,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from opar_sim.stats import bootstrap_mean
 from opar_sim.sweep import set_path
 
 
@@ -175,11 +176,8 @@ def paired_bootstrap(
 ) -> tuple[float, float]:
     """95 % percentile interval of mean(a − b) over episodes resampled in pairs."""
     diff = np.asarray(a, dtype=float) - np.asarray(b, dtype=float)
-    rng = np.random.default_rng(seed)
-    idx = rng.integers(0, len(diff), size=(resamples, len(diff)))
-    means = diff[idx].mean(axis=1)
-    lo, hi = np.percentile(means, [2.5, 97.5])
-    return (float(lo), float(hi))
+    estimate = bootstrap_mean(diff, np.random.default_rng(seed), resamples=resamples)
+    return (estimate.low, estimate.high)
 
 
 def compare_holdout(
