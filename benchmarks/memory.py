@@ -12,8 +12,9 @@ import tempfile
 import tracemalloc
 from pathlib import Path
 
-from opar_sim.runner import run_experiment
-from opar_sim.spec import load_spec, with_overrides
+from opar_sim.experiment.build import load_spec
+from opar_sim.experiment.edit import with_overrides
+from opar_sim.experiment.runner import run_experiment
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -17,9 +17,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from opar_sim.executors import ExecutorConfig, open_executor
-from opar_sim.spec import load_spec, with_overrides
-from opar_sim.sweeping import run_sweep
+from opar_sim.experiment.build import load_spec
+from opar_sim.experiment.edit import with_overrides
+from opar_sim.experiment.executors import ExecutorConfig, open_executor
+from opar_sim.experiment.sweep import run_sweep
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -18,9 +18,10 @@ import simpy
 import controllers
 import environments
 from opar_sim.agents import SimulatedAgent
-from opar_sim.loop import Limits, run_episode
-from opar_sim.records import episode_lines
-from opar_sim.seeding import episode_seed
+from opar_sim.core.limits import Limits
+from opar_sim.core.loop import run_episode
+from opar_sim.core.seeding import episode_seed
+from opar_sim.experiment.rundir import episode_lines
 
 
 def floor(steps: int) -> float:

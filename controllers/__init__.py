@@ -5,7 +5,6 @@ controller follows the ``Controller`` protocol: ``reset()`` and
 ``decide(evaluation, ctx) -> Decision``; ``check_controller`` checks it.
 """
 
-from controllers.base import Controller, ReflectContext, Truth
 from controllers.checker import ControllerCheckError, check_controller
 from controllers.confidence import ConfidenceReflector
 from controllers.discrete_pid import DiscretePID
@@ -16,6 +15,7 @@ from controllers.pid import CognitivePID
 from controllers.registry import describe, make, names, register
 from controllers.stall_counter import StallCounter
 from controllers.threshold import ThresholdReflector
+from opar_sim.core.controller import Controller, ReflectContext, Truth
 
 register("pid", CognitivePID)
 register("threshold", ThresholdReflector)

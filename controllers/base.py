@@ -1,53 +1,8 @@
-"""The Controller protocol: a Reflect decision law, one instance per episode."""
+"""What the Reflect decision laws share: parameter checks and the progress verdict."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
-
-from opar_sim.models import Decision, Evaluation
-
-
-@dataclass(slots=True, frozen=True)
-class Truth:
-    """Hidden ground truth; only the oracle controller may read it."""
-
-    progress: float
-    complete: bool
-    feasible: bool
-    plan_quality: float
-
-
-@dataclass(slots=True, frozen=True)
-class ReflectContext:
-    """What a controller is told besides the evaluation.
-
-    ``now`` and ``dt`` are simulated seconds (never wall-clock); ``dt`` is the
-    time since the previous Reflect (0 on the first).
-    """
-
-    step: int
-    now: float
-    dt: float
-    plan_age: int  # steps taken under the current plan
-    plan_exhausted: bool
-    replans: int
-    truth: Truth
-
-
-@runtime_checkable
-class Controller(Protocol):
-    """A Reflect decision law: evaluations in, CONTINUE/REPLAN/TERMINATE out."""
-
-    name: str
-
-    def reset(self) -> None:
-        """Forget everything: back to the state it was built in."""
-        ...
-
-    def decide(self, evaluation: Evaluation, ctx: ReflectContext) -> Decision:
-        """Turn one evaluation into a decision with its reason and terms."""
-        ...
+from opar_sim.core.types import Evaluation
 
 
 def require_non_negative(**values: float) -> None:

@@ -14,8 +14,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from controllers.base import Controller, ReflectContext, Truth
-from opar_sim.models import ControlSignal, Decision, Evaluation
+from opar_sim.core.controller import Controller, ReflectContext, Truth, TruthReader
+from opar_sim.core.types import ControlSignal, Decision, Evaluation
 
 Trace = list[tuple[str, str, tuple[tuple[str, float], ...]]]
 
@@ -42,6 +42,9 @@ def _episode(controller: Controller, rng: np.random.Generator, steps: int) -> Tr
     quality = float(rng.random())
     progress, now, plan_age, replans = 0.0, 0.0, 0, 0
     trace: Trace = []
+    state: dict[str, Truth] = {}
+    if isinstance(controller, TruthReader):  # a law declared to read the hidden state
+        controller.bind_truth(lambda: state["truth"])
     for step in range(1, steps + 1):
         dt = 0.0 if step == 1 or rng.random() < 0.1 else float(rng.exponential(10.0))
         now += dt
@@ -51,8 +54,8 @@ def _episode(controller: Controller, rng: np.random.Generator, steps: int) -> Tr
         else:
             progress = min(0.3, progress + 0.1 * float(rng.random() < 0.5))
         plan_age += 1
-        truth = Truth(progress, progress >= 1.0, feasible, quality)
-        ctx = ReflectContext(step, now, dt, plan_age, plan_age >= 5, replans, truth)
+        state["truth"] = Truth(progress, progress >= 1.0, feasible, quality)
+        ctx = ReflectContext(step, now, dt, plan_age, plan_age >= 5, replans)
         decision = controller.decide(_evaluation(rng, progress), ctx)
         _check_decision(controller, decision, step)
         trace.append((decision.signal.value, decision.reason, tuple(decision.terms.items())))

@@ -16,8 +16,9 @@ next_action).  The law:
 
 from __future__ import annotations
 
-from controllers.base import PROGRESS_ACT, ReflectContext, made_progress, require_unit
-from opar_sim.models import ControlSignal, Decision, Evaluation
+from controllers.base import PROGRESS_ACT, made_progress, require_unit
+from opar_sim.core.controller import ReflectContext
+from opar_sim.core.types import ControlSignal, Decision, Evaluation
 
 
 class ConfidenceReflector:

@@ -10,8 +10,9 @@ plan is good and waits out a bad plan until the clock comes round.
 
 from __future__ import annotations
 
-from controllers.base import ReflectContext, require_unit
-from opar_sim.models import ControlSignal, Decision, Evaluation
+from controllers.base import require_unit
+from opar_sim.core.controller import ReflectContext
+from opar_sim.core.types import ControlSignal, Decision, Evaluation
 
 
 class FixedInterval:

@@ -8,8 +8,8 @@ It is the baseline every closed-loop law must beat.
 
 from __future__ import annotations
 
-from controllers.base import ReflectContext
-from opar_sim.models import ControlSignal, Decision, Evaluation
+from opar_sim.core.controller import ReflectContext
+from opar_sim.core.types import ControlSignal, Decision, Evaluation
 
 
 class OpenLoop:

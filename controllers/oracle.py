@@ -1,6 +1,7 @@
 """The oracle: a decision law that reads the task's hidden state.
 
-No real controller can see ``ctx.truth``; this one does, to give the upper
+No real controller can see the hidden state; this one is declared to read it
+(``TruthReader``: the loop hands it the episode's truth probe), to give the upper
 bound every other law's regret is measured against.  It stops exactly when
 the task is complete, gives up exactly when the task is infeasible, and
 replans exactly when the current plan is bad: its hidden quality (the chance a
@@ -15,8 +16,9 @@ replanning too little keeps bad plans, too much pays for plans and context.
 
 from __future__ import annotations
 
-from controllers.base import ReflectContext, require_unit
-from opar_sim.models import ControlSignal, Decision, Evaluation
+from controllers.base import require_unit
+from opar_sim.core.controller import ReflectContext, Truth, TruthProbe
+from opar_sim.core.types import ControlSignal, Decision, Evaluation
 
 
 class Oracle:
@@ -27,12 +29,20 @@ class Oracle:
     def __init__(self, plan_quality: float = 0.7) -> None:
         require_unit(plan_quality=plan_quality)
         self.plan_quality = plan_quality
+        self._truth: TruthProbe | None = None
 
     def reset(self) -> None:
         """Stateless: the truth is read afresh every step."""
 
+    def bind_truth(self, probe: TruthProbe) -> None:
+        """Receive the probe of the episode about to run."""
+        self._truth = probe
+
     def decide(self, evaluation: Evaluation, ctx: ReflectContext) -> Decision:
-        truth = ctx.truth
+        """Decide from the hidden state, read through the probe."""
+        if self._truth is None:
+            raise RuntimeError("the oracle needs the episode's truth probe (bind_truth)")
+        truth: Truth = self._truth()
         terms = {"progress": truth.progress, "plan_quality": truth.plan_quality}
         if truth.complete:
             return Decision(ControlSignal.TERMINATE, "task complete (truth)", terms)

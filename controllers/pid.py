@@ -37,9 +37,10 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from controllers.base import ReflectContext, require_non_negative, require_unit
+from controllers.base import require_non_negative, require_unit
 from controllers.discrete_pid import DiscretePID
-from opar_sim.models import ControlSignal, Decision, Evaluation
+from opar_sim.core.controller import ReflectContext
+from opar_sim.core.types import ControlSignal, Decision, Evaluation
 
 INTEGRAL_POLICIES = ("reset", "keep", "scale")
 

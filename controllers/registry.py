@@ -7,7 +7,7 @@ from collections.abc import Callable
 from importlib.metadata import entry_points
 from typing import Any
 
-from controllers.base import Controller
+from opar_sim.core.controller import Controller
 
 ENTRY_POINT_GROUP = "opar_sim.controllers"
 

@@ -18,8 +18,9 @@ Progress is the evaluation's own verdict on the last step (δ_act ≥
 
 from __future__ import annotations
 
-from controllers.base import PROGRESS_ACT, ReflectContext, made_progress, require_unit
-from opar_sim.models import ControlSignal, Decision, Evaluation
+from controllers.base import PROGRESS_ACT, made_progress, require_unit
+from opar_sim.core.controller import ReflectContext
+from opar_sim.core.types import ControlSignal, Decision, Evaluation
 
 
 class StallCounter:

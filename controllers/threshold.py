@@ -8,8 +8,9 @@ CONTINUE.  Stateless: a bare three-level relay on noisy readings.
 
 from __future__ import annotations
 
-from controllers.base import ReflectContext, require_unit
-from opar_sim.models import ControlSignal, Decision, Evaluation
+from controllers.base import require_unit
+from opar_sim.core.controller import ReflectContext
+from opar_sim.core.types import ControlSignal, Decision, Evaluation
 
 
 class ThresholdReflector:

@@ -4,7 +4,7 @@
 ``check_task`` is the conformance checker every task must pass.
 """
 
-from environments.base import SimTask, Task, ToolParams, ToolSpec
+from environments.base import SimTask, ToolParams
 from environments.checker import check_task
 from environments.flight_booking import FlightBooking
 from environments.plant import Plant
@@ -13,6 +13,7 @@ from environments.research_qa import ResearchQA
 from environments.team import Team
 from environments.weather import Weather
 from environments.wrappers import wrap, wrapper_names
+from opar_sim.core.task import Task, ToolSpec
 
 register("weather", Weather)
 register("flight_booking", FlightBooking)

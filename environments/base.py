@@ -9,56 +9,15 @@ asks it for the expert's next action and a few plausible wrong ones.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Generator, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
 
 import numpy as np
 import simpy
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
-from opar_sim.models import Action, ActionResult, Observation, PlanStep
-
-Risk = Literal["low", "high"]
-
-
-@dataclass(frozen=True, slots=True)
-class ToolSpec:
-    """A tool the agent may call: its name, argument schema and risk level."""
-
-    name: str
-    description: str
-    args: type[BaseModel]
-    risk: Risk = "low"
-    # waits on other agents (a team's delegation): per-call API timeouts do not apply
-    blocking: bool = False
-
-    def validate(self, action: Action) -> str | None:
-        """Return why ``action`` does not fit this tool's schema, or None if it does."""
-        key = (self.args, action)
-        try:
-            if key in _VALIDATED:
-                return _VALIDATED[key]
-        except TypeError:  # unhashable argument values: validate every time
-            return self._validate(action)
-        problem = self._validate(action)
-        if len(_VALIDATED) < 4096:
-            _VALIDATED[key] = problem
-        return problem
-
-    def _validate(self, action: Action) -> str | None:
-        try:
-            self.args.model_validate(dict(action.args))
-        except ValidationError as exc:
-            first = exc.errors()[0]
-            where = ".".join(str(p) for p in first["loc"]) or "args"
-            return f"{self.name}: {where}: {first['msg']}"
-        return None
-
-
-# Validation verdicts of recently seen actions: the simulated agent proposes the same
-# few actions over and over, and pydantic validation would dominate a step's cost.
-_VALIDATED: dict[tuple[type[BaseModel], Action], str | None] = {}
+from opar_sim.core.task import TaskEvent, ToolSpec
+from opar_sim.core.types import Action, ActionResult, EpisodeResult, Observation, PlanStep
 
 
 class NoArgs(BaseModel):
@@ -76,48 +35,6 @@ class ToolParams(BaseModel):
     latency_sigma: float = Field(0.6, ge=0, description="log-normal spread of the latency")
     timeout: float = Field(2.0, gt=0, description="per-call timeout, seconds")
     failure_rate: float = Field(0.05, ge=0, le=1, description="chance a call fails")
-
-
-TaskEvent = Generator[simpy.Event, Any, ActionResult]
-
-
-@runtime_checkable
-class Task(Protocol):
-    """What the loop and the agents need from a task."""
-
-    @property
-    def name(self) -> str: ...
-
-    @property
-    def goal(self) -> str: ...
-
-    @property
-    def tools(self) -> Mapping[str, ToolSpec]: ...
-
-    def reset(
-        self, env: simpy.Environment, rng: np.random.Generator, tool_rng: np.random.Generator
-    ) -> Observation: ...
-
-    def observe(self) -> Observation: ...
-
-    def execute(self, action: Action) -> TaskEvent: ...
-
-    @property
-    def progress(self) -> float: ...
-
-    @property
-    def complete(self) -> bool: ...
-
-    @property
-    def feasible(self) -> bool: ...
-
-    def expert_action(self) -> Action: ...
-
-    def wrong_actions(self) -> Sequence[Action]: ...
-
-    def plan_template(self) -> tuple[PlanStep, ...]: ...
-
-    def answer(self) -> str: ...
 
 
 class SimTask(ABC):
@@ -228,3 +145,8 @@ class SimTask(ABC):
     @property
     def feasible(self) -> bool:
         return True
+
+    @property
+    def sub_episodes(self) -> Sequence[EpisodeResult]:
+        """The sub-agents' episodes (Algorithm 3); a task that delegates none has none."""
+        return ()

@@ -8,9 +8,9 @@ import numpy as np
 import simpy
 from pydantic import BaseModel
 
-from environments.base import Task
-from opar_sim.models import Action, ActionResult, Observation
-from opar_sim.seeding import episode_seed, streams
+from opar_sim.core.seeding import episode_seed, streams
+from opar_sim.core.task import Task
+from opar_sim.core.types import Action, ActionResult, Observation
 
 
 class TaskCheckError(AssertionError):

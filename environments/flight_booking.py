@@ -43,8 +43,9 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from environments.base import NoArgs, SimTask, ToolParams, ToolSpec
-from opar_sim.models import Action, ActionResult, Observation, PlanStep
+from environments.base import NoArgs, SimTask, ToolParams
+from opar_sim.core.task import ToolSpec
+from opar_sim.core.types import Action, ActionResult, Observation, PlanStep
 
 
 class FlightBookingParams(BaseModel):

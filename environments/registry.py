@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from environments.base import Task
+from opar_sim.core.task import Task
 
 TaskFactory = Callable[..., Task]
 

@@ -26,8 +26,9 @@ Version history
     v0: first version.
 
 Each sub-agent is a simulated agent with its own Reflect controller
-(``sub_controller``) and step limit, seeded from this task's generator, and
-its steps are written to ``steps.jsonl`` under its own agent name
+(``sub_controller``) and step limit, seeded from this task's generator; the
+orchestrator side (``opar_sim.agents.orchestrator``, bound before the episode
+runs) runs its loop in this world's clock, and its steps are written to ``steps.jsonl`` under its own agent name
 (``sub:<subtask>``) with the parent named.
 """
 
@@ -39,9 +40,10 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from environments.base import NoArgs, SimTask, TaskEvent, ToolParams, ToolSpec
+from environments.base import NoArgs, SimTask, ToolParams
 from environments.registry import make as make_task
-from opar_sim.models import Action, ActionResult, EpisodeResult, Observation, PlanStep
+from opar_sim.core.task import SubAgentRunner, TaskEvent, ToolSpec
+from opar_sim.core.types import Action, ActionResult, EpisodeResult, Observation, PlanStep
 
 
 class TeamParams(BaseModel):
@@ -93,6 +95,7 @@ class Team(SimTask):
     def __init__(self, **params: Any) -> None:
         super().__init__(**params)
         self.goal = "Get " + ", ".join(self.params.subtasks) + " done by sub-agents; combine."
+        self.runner: SubAgentRunner | None = None
         self._clear()
 
     def _clear(self) -> None:
@@ -100,11 +103,16 @@ class Team(SimTask):
         self.claimed: dict[str, bool] = {}  # subtask -> the sub-agent said TERMINATE
         self.answers: dict[str, str] = {}
         self.combined = False
-        self.sub_episodes: list[EpisodeResult] = []
+        self._subs: list[EpisodeResult] = []
         self._launched = 0
 
     def _reset_world(self) -> None:
         self._clear()
+
+    @property
+    def sub_episodes(self) -> Sequence[EpisodeResult]:
+        """The sub-agents' episodes of this episode, in launch order."""
+        return self._subs
 
     # -- tools ---------------------------------------------------------------
     def execute(self, action: Action) -> TaskEvent:
@@ -124,25 +132,27 @@ class Team(SimTask):
         result = yield from super().execute(action)
         return result
 
+    def bind_sub_agents(self, runner: SubAgentRunner) -> None:
+        """Receive the orchestrator's sub-agent runner (``opar_sim.agents.orchestrator``)."""
+        self.runner = runner
+
     def _run_sub(self, subtask: str) -> Any:
         """Algorithm 3, line 11: S_i.OPAR_EXECUTE(subtask), in this world's clock."""
-        import controllers
-        from opar_sim.agents.simulated import SimulatedAgent
-        from opar_sim.loop import Limits, sub_episode
-
+        if self.runner is None:
+            raise RuntimeError("team: no sub-agent runner bound (bind_sub_agents)")
         seed = np.random.SeedSequence(int(self.rng.integers(2**63)))
         self._launched += 1
-        result = yield from sub_episode(
+        result = yield from self.runner.run(
             self.env,
             make_task(subtask),
-            SimulatedAgent(),
-            controllers.make(self.params.sub_controller),
-            Limits(max_steps=self.params.sub_max_steps, token_budget=self.params.sub_token_budget),
-            seed,
+            controller=self.params.sub_controller,
+            max_steps=self.params.sub_max_steps,
+            token_budget=self.params.sub_token_budget,
+            seed=seed,
             episode=self._launched,
             name=f"sub:{subtask}",
         )
-        self.sub_episodes.append(result)
+        self._subs.append(result)
         self.done[subtask] = result.complete
         self.claimed[subtask] = result.outcome in ("success", "premature", "gave_up")
         self.answers[subtask] = result.answer

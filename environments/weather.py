@@ -33,8 +33,9 @@ from collections.abc import Sequence
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from environments.base import SimTask, ToolParams, ToolSpec
-from opar_sim.models import Action, ActionResult, Observation, PlanStep
+from environments.base import SimTask, ToolParams
+from opar_sim.core.task import ToolSpec
+from opar_sim.core.types import Action, ActionResult, Observation, PlanStep
 
 
 class WeatherParams(BaseModel):

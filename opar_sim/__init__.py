@@ -4,7 +4,7 @@ The loop is Observe → Plan → Act → Reflect; the Reflect phase is a pluggab
 controller emitting ``ControlSignal.CONTINUE``, ``REPLAN`` or ``TERMINATE``.
 """
 
-from opar_sim.models import (
+from opar_sim.core.types import (
     Action,
     ActionResult,
     ControlSignal,

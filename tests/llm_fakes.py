@@ -6,7 +6,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from opar_sim.llm.base import JsonSchema, Message
+from opar_sim.core.llm import JsonSchema, Message
 
 
 def plan_reply(*tools: str) -> str:

@@ -12,13 +12,14 @@ import pytest
 
 from controllers import registry
 from controllers.threshold import ThresholdReflector
-from opar_sim.analysis import analyze
-from opar_sim.cli import main
-from opar_sim.commands.compare_cmd import with_controllers
-from opar_sim.rundir import iter_episodes, iter_traces
-from opar_sim.runner import run_experiment
-from opar_sim.spec import load_spec, parse_spec, with_overrides
-from opar_sim.tables import comparison_table, response_table
+from opar_sim.analysis.run import analyze
+from opar_sim.cli.commands.compare_cmd import with_controllers
+from opar_sim.cli.main import main
+from opar_sim.cli.tables import comparison_table, response_table
+from opar_sim.experiment.build import load_spec, parse_spec
+from opar_sim.experiment.edit import with_overrides
+from opar_sim.experiment.rundir import iter_episodes, iter_traces
+from opar_sim.experiment.runner import run_experiment
 
 ROOT = Path(__file__).resolve().parents[1]
 SPEC = str(ROOT / "experiments" / "flight_booking.toml")

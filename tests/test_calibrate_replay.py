@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from opar_sim.calibration import check, fit, refine
-from opar_sim.cli import main
-from opar_sim.recorded import load_run
-from opar_sim.replay import replay
-from opar_sim.spec import ControllerSpec
+from opar_sim.analysis.calibration import check, fit, refine
+from opar_sim.analysis.recorded import load_run
+from opar_sim.analysis.replay import replay
+from opar_sim.cli.main import main
+from opar_sim.experiment.spec import ControllerSpec
 
 ROOT = Path(__file__).resolve().parents[1]
 SPEC = str(ROOT / "experiments" / "flight_booking.toml")

@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from opar_sim.classic import (
+from opar_sim.analysis.classic import (
     PIDGains,
     closed_loop,
     iae,
@@ -16,7 +16,7 @@ from opar_sim.classic import (
     tyreus_luyben,
     ziegler_nichols,
 )
-from opar_sim.cli import main
+from opar_sim.cli.main import main
 
 
 def test_ziegler_nichols_and_tyreus_luyben_rules():

@@ -6,9 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from opar_sim.analysis import RunAnalysis, analyze
-from opar_sim.runner import run_experiment
-from opar_sim.spec import load_spec, parse_spec, with_overrides
+from opar_sim.analysis.run import RunAnalysis, analyze
+from opar_sim.experiment.build import load_spec, parse_spec
+from opar_sim.experiment.edit import with_overrides
+from opar_sim.experiment.runner import run_experiment
 
 SPEC = Path(__file__).resolve().parents[1] / "experiments" / "compare_flight_booking.toml"
 EPISODES = 120

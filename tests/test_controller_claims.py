@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from opar_sim.runner import run_experiment
-from opar_sim.spec import load_spec, parse_spec
+from opar_sim.experiment.build import load_spec, parse_spec
+from opar_sim.experiment.runner import run_experiment
 
 EXPERIMENTS = Path(__file__).resolve().parents[1] / "experiments"
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 import controllers
-from opar_sim.cli import main
+from opar_sim.cli.main import main
 
 ROOT = Path(__file__).resolve().parents[1]
 SPEC = str(ROOT / "experiments" / "flight_booking.toml")

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from opar_sim.cli import main
+from opar_sim.cli.main import main
+from opar_sim.experiment.build import load_spec
 from opar_sim.llm.health import model_present
-from opar_sim.spec import load_spec
 
 ROOT = Path(__file__).resolve().parents[1]
 

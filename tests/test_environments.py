@@ -8,7 +8,7 @@ import simpy
 
 import environments
 from environments.checker import TaskCheckError, check_task
-from opar_sim.models import Action
+from opar_sim.core.types import Action
 
 
 @pytest.mark.parametrize("name", environments.names())

@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from opar_sim.runner import run_experiment
-from opar_sim.spec import load_spec, with_overrides
+from opar_sim.experiment.build import load_spec
+from opar_sim.experiment.edit import with_overrides
+from opar_sim.experiment.runner import run_experiment
 
 EXPERIMENTS = Path(__file__).resolve().parents[1] / "experiments"
 SPECS = sorted(EXPERIMENTS.glob("*.toml"))

@@ -12,7 +12,7 @@ import environments
 from controllers import Truth
 from opar_sim import Action, ActionResult, ControlSignal, Decision, Evaluation, Observation
 from opar_sim.agents import ScriptedAgent, SimulatedAgent
-from opar_sim.guards import (
+from opar_sim.core.guards import (
     ConfidenceStop,
     GuardsSpec,
     HumanGate,
@@ -23,11 +23,13 @@ from opar_sim.guards import (
     TokenBudget,
     TokenSpike,
 )
-from opar_sim.loop import Limits, run_episode
-from opar_sim.models import TRUNCATION_REASONS, StepRecord
-from opar_sim.seeding import episode_seed
-from opar_sim.spec import SpecError, parse_spec
-from opar_sim.supervisor import Supervisor
+from opar_sim.core.limits import Limits
+from opar_sim.core.loop import run_episode
+from opar_sim.core.seeding import episode_seed
+from opar_sim.core.supervisor import Supervisor
+from opar_sim.core.types import TRUNCATION_REASONS, StepRecord
+from opar_sim.experiment.build import parse_spec
+from opar_sim.experiment.spec import SpecError
 
 CONTINUE, REPLAN, TERMINATE = ControlSignal.CONTINUE, ControlSignal.REPLAN, ControlSignal.TERMINATE
 GOING = Decision(CONTINUE, "controller", {})

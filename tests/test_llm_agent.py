@@ -12,13 +12,15 @@ from llm_fakes import Responder, action_reply, evaluation_reply, plan_reply
 import controllers
 import environments
 from opar_sim.agents.llm import LLMAgent, LLMAgentParams
+from opar_sim.core.limits import Limits
+from opar_sim.core.loop import run_episode
+from opar_sim.core.seeding import episode_seed
+from opar_sim.core.types import ControlSignal
+from opar_sim.experiment.build import build, parse_spec
+from opar_sim.experiment.spec import SpecError
 from opar_sim.llm import BackendUnavailable, ScriptedBackend
 from opar_sim.llm.prompts import describe_tool
 from opar_sim.llm.schemas import action_schema
-from opar_sim.loop import Limits, run_episode
-from opar_sim.models import ControlSignal
-from opar_sim.seeding import episode_seed
-from opar_sim.spec import SpecError, build, parse_spec
 
 QUIET = {"tools": {"failure_rate": 0.0, "latency_sigma": 0.0}}
 RAINY = {"rain_probability": 1.0, **QUIET}  # the forecast says rain: advise an umbrella
@@ -199,8 +201,9 @@ def test_bad_llm_settings_name_the_key(agent, message):
 
 
 def test_agent_llm_on_a_simulated_spec_uses_the_embedded_model_by_default():
+    from opar_sim.experiment.build import load_spec
+    from opar_sim.experiment.edit import with_overrides
     from opar_sim.llm.llamacpp_backend import LlamaCppBackend
-    from opar_sim.spec import load_spec, with_overrides
 
     path = Path(__file__).resolve().parents[1] / "experiments" / "weather.toml"
     agent = build(with_overrides(load_spec(path), agent="llm")).make_agent()
@@ -210,7 +213,7 @@ def test_agent_llm_on_a_simulated_spec_uses_the_embedded_model_by_default():
 
 def test_the_simulated_path_never_imports_an_llm_client():
     code = (
-        "import sys, opar_sim.cli, opar_sim.runner, opar_sim.spec;"
+        "import sys, opar_sim.cli.main, opar_sim.experiment.runner, opar_sim.experiment.spec;"
         "print(sorted(m for m in ('ollama', 'httpx', 'llama_cpp') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

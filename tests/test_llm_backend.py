@@ -7,8 +7,9 @@ from collections.abc import Sequence
 import pytest
 from pydantic import BaseModel
 
+from opar_sim.core.llm import JsonSchema, Message
 from opar_sim.llm import BackendUnavailable, Completion, ScriptedBackend
-from opar_sim.llm.base import BackendBase, JsonSchema, Message
+from opar_sim.llm.base import BackendBase
 
 ASK = [{"role": "user", "content": "give me a point"}]
 

@@ -24,7 +24,7 @@ import pytest
 from ollama_server import MODEL, OllamaServer
 
 import environments
-from opar_sim.cli import main
+from opar_sim.cli.main import main
 from opar_sim.llm import ModelMissing
 from opar_sim.llm.llamacpp_backend import LlamaCppBackend, bundled_model_path, llama_cpp_available
 from opar_sim.llm.ollama_backend import OllamaBackend

@@ -10,8 +10,9 @@ import controllers
 import environments
 from opar_sim import Action, ControlSignal, Evaluation
 from opar_sim.agents import ScriptedAgent, SimulatedAgent
-from opar_sim.loop import Limits, run_episode
-from opar_sim.seeding import episode_seed
+from opar_sim.core.limits import Limits
+from opar_sim.core.loop import run_episode
+from opar_sim.core.seeding import episode_seed
 
 QUIET = {"tools": {"failure_rate": 0.0, "latency_sigma": 0.0}}
 DONE = Evaluation(1.0, 1.0, 0.0, 1.0)

@@ -11,14 +11,16 @@ import controllers
 import environments
 from opar_sim import Action, Evaluation
 from opar_sim.agents import ScriptedAgent, SimulatedAgent
-from opar_sim.context import Context
-from opar_sim.guardrails import Guardrail
-from opar_sim.loop import Limits, run_episode
-from opar_sim.models import EpisodeResult
-from opar_sim.reflexion import LongTermMemory, critique_of, run_attempts, success_by_attempt
-from opar_sim.runner import run_experiment
-from opar_sim.seeding import episode_seed
-from opar_sim.spec import SpecError, parse_spec
+from opar_sim.agents.context import Context
+from opar_sim.core.guardrail import Guardrail
+from opar_sim.core.limits import Limits
+from opar_sim.core.loop import run_episode
+from opar_sim.core.reflexion import LongTermMemory, critique_of, run_attempts, success_by_attempt
+from opar_sim.core.seeding import episode_seed
+from opar_sim.core.types import EpisodeResult
+from opar_sim.experiment.build import parse_spec
+from opar_sim.experiment.runner import run_experiment
+from opar_sim.experiment.spec import SpecError
 
 EXPERIMENTS = Path(__file__).resolve().parents[1] / "experiments"
 
@@ -180,7 +182,7 @@ def test_without_a_guardrail_the_same_booking_runs():
 
 
 def test_spec_guardrail_table_builds_a_guardrail():
-    from opar_sim.spec import build
+    from opar_sim.experiment.build import build
 
     parts = build(parse_spec({"name": "g", "guardrail": {"min_confidence": 0.7}}))
     assert parts.guardrail == Guardrail(min_confidence=0.7, constraints=True)
@@ -195,7 +197,7 @@ def test_guardrail_leaves_low_risk_calls_alone():
 
 
 def test_studies_write_their_numbers_and_figures(tmp_path):
-    from opar_sim import studies
+    from opar_sim.analysis import studies
 
     spec = str(EXPERIMENTS / "context_rebound.toml")
     assert studies.main(["rebound", spec, "--out", str(tmp_path / "r"), "--episodes", "4"]) == 0

@@ -9,7 +9,7 @@ import pytest
 import simpy
 
 import environments
-from opar_sim.models import Action
+from opar_sim.core.types import Action
 
 QUIET = {"tools": {"failure_rate": 0.0, "latency_sigma": 0.0}}
 

@@ -9,8 +9,9 @@ import environments
 from controllers import CognitivePID, ReflectContext, Truth
 from opar_sim import ControlSignal, Evaluation
 from opar_sim.agents import SimulatedAgent
-from opar_sim.loop import Limits, run_episode
-from opar_sim.seeding import episode_seed
+from opar_sim.core.limits import Limits
+from opar_sim.core.loop import run_episode
+from opar_sim.core.seeding import episode_seed
 
 CONTINUE, REPLAN, TERMINATE = ControlSignal.CONTINUE, ControlSignal.REPLAN, ControlSignal.TERMINATE
 

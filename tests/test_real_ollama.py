@@ -12,7 +12,7 @@ import os
 import httpx
 import pytest
 
-from opar_sim.cli import main
+from opar_sim.cli.main import main
 from opar_sim.llm.health import model_present
 
 pytestmark = pytest.mark.llm

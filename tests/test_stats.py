@@ -8,7 +8,7 @@ import sys
 import numpy as np
 import pytest
 
-from opar_sim.stats import bootstrap_mean, pass_hat_k, success_rate
+from opar_sim.analysis.stats import bootstrap_mean, pass_hat_k, success_rate
 
 
 def test_wilson_interval_of_8_in_10():

@@ -11,11 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from opar_sim.cli import main
-from opar_sim.executors import ExecutorConfig, open_executor
-from opar_sim.runner import run_experiment
-from opar_sim.spec import SpecError, load_spec, parse_spec, sweep_points
-from opar_sim.sweep import SweepRange
+from opar_sim.cli.main import main
+from opar_sim.experiment.build import load_spec, parse_spec
+from opar_sim.experiment.edit import sweep_points
+from opar_sim.experiment.executors import ExecutorConfig, open_executor
+from opar_sim.experiment.grid import SweepRange
+from opar_sim.experiment.runner import run_experiment
+from opar_sim.experiment.spec import SpecError
 
 SWEEP = """
 name = "tiny_sweep"
@@ -132,7 +134,7 @@ def test_a_killed_sweep_resumes_to_the_same_files(tmp_path):
     whole, killed = tmp_path / "whole", tmp_path / "killed"
     assert main(["sweep", spec_path, "--workers", "1", "--out", str(whole)]) == 0
     total = count_lines(whole)
-    cmd = [sys.executable, "-m", "opar_sim.cli", "sweep", spec_path, "--workers", "1"]
+    cmd = [sys.executable, "-m", "opar_sim.cli.main", "sweep", spec_path, "--workers", "1"]
     proc = subprocess.Popen(
         [*cmd, "--out", str(killed)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )
@@ -161,7 +163,7 @@ def test_run_on_an_existing_dask_scheduler(tmp_path):
 
 
 def test_an_unreachable_scheduler_is_one_line_and_exit_2(tmp_path, capsys, monkeypatch):
-    monkeypatch.setattr("opar_sim.executors.DASK_CONNECT_TIMEOUT", "1s")
+    monkeypatch.setattr("opar_sim.experiment.executors.DASK_CONNECT_TIMEOUT", "1s")
     argv = [
         "run",
         write_spec(tmp_path),

@@ -7,16 +7,10 @@ import tomllib
 
 import pytest
 
-from opar_sim.cli import main
-from opar_sim.spec import SpecError, parse_spec
-from opar_sim.tuning import (
-    Objective,
-    ParamRange,
-    TuneSpec,
-    paired_bootstrap,
-    toml_snippet,
-    tune,
-)
+from opar_sim.cli.main import main
+from opar_sim.experiment.build import parse_spec
+from opar_sim.experiment.spec import Objective, ParamRange, SpecError, TuneSpec
+from opar_sim.experiment.tune import paired_bootstrap, toml_snippet, tune
 
 
 def row(success: bool, tokens: int = 0, replans: int = 0, steps: int = 10, episode: int = 0):

@@ -13,10 +13,12 @@ import environments
 from environments import check_task, wrap, wrapper_names
 from environments.wrappers import TaskWrapper
 from opar_sim.agents import SimulatedAgent
-from opar_sim.loop import Limits, run_episode
-from opar_sim.models import Action
-from opar_sim.seeding import episode_seed, streams
-from opar_sim.spec import SpecError, parse_spec
+from opar_sim.core.limits import Limits
+from opar_sim.core.loop import run_episode
+from opar_sim.core.seeding import episode_seed, streams
+from opar_sim.core.types import Action
+from opar_sim.experiment.build import parse_spec
+from opar_sim.experiment.spec import SpecError
 
 TASKS = environments.names()
 WRAPPERS = wrapper_names()

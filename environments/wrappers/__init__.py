@@ -12,11 +12,11 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from environments.base import Task
 from environments.wrappers.base import TaskWrapper, timed_call
 from environments.wrappers.faults import HeavyTailLatency, ToolFailures, WorldDisturbance
 from environments.wrappers.observation import DelayedObservation, DroppedResults, ObservationNoise
 from environments.wrappers.parallel import ParallelCalls
+from opar_sim.core.task import Task
 
 WRAPPERS: dict[str, type[TaskWrapper]] = {
     w.wrapper_name: w

@@ -19,9 +19,9 @@ import numpy as np
 import simpy
 from pydantic import BaseModel, ConfigDict
 
-from environments.base import Task, TaskEvent, ToolSpec
-from opar_sim.models import Action, ActionResult, Observation, PlanStep
-from opar_sim.seeding import derived
+from opar_sim.core.seeding import derived
+from opar_sim.core.task import DelegatingTask, SubAgentRunner, Task, TaskEvent, ToolSpec
+from opar_sim.core.types import Action, ActionResult, EpisodeResult, Observation, PlanStep
 
 WRAPPER_STREAM = 0x57  # the key tag of wrapper streams ("W")
 
@@ -106,16 +106,24 @@ class TaskWrapper:
     def answer(self) -> str:
         return self.task.answer()
 
-    # -- optional hooks, forwarded when the inner task has them -------------------
+    # -- the Task protocol's hooks, forwarded to the inner task ---------------------
     def disturb(self, rng: np.random.Generator) -> str | None:
         """Change the world (see ``environments.base.SimTask.disturb``)."""
-        hook = getattr(self.task, "disturb", None)
-        return hook(rng) if hook is not None else None
+        return self.task.disturb(rng)
 
     def violates(self, action: Action) -> str | None:
         """The visible constraint ``action`` breaks, if any (for guardrails)."""
-        hook = getattr(self.task, "violates", None)
-        return hook(action) if hook is not None else None
+        return self.task.violates(action)
+
+    @property
+    def sub_episodes(self) -> Sequence[EpisodeResult]:
+        """The inner task's sub-agents' episodes."""
+        return self.task.sub_episodes
+
+    def bind_sub_agents(self, runner: SubAgentRunner) -> None:
+        """Hand the sub-agent runner to the inner task, when it delegates."""
+        if isinstance(self.task, DelegatingTask):
+            self.task.bind_sub_agents(runner)
 
     @property
     def unwrapped(self) -> Task:

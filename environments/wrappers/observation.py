@@ -10,9 +10,9 @@ from collections import deque
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from environments.base import TaskEvent
 from environments.wrappers.base import TaskWrapper
-from opar_sim.models import Action, ActionResult, Observation
+from opar_sim.core.task import TaskEvent
+from opar_sim.core.types import Action, ActionResult, Observation
 
 
 class NoiseParams(BaseModel):

@@ -16,9 +16,9 @@ from typing import Any
 import simpy
 from pydantic import BaseModel, ConfigDict, Field
 
-from environments.base import TaskEvent
 from environments.wrappers.base import TaskWrapper
-from opar_sim.models import Action, ActionResult
+from opar_sim.core.task import TaskEvent
+from opar_sim.core.types import Action, ActionResult
 
 
 class ParallelParams(BaseModel):

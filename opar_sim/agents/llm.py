@@ -24,11 +24,12 @@ import numpy as np
 import simpy
 from pydantic import BaseModel, ConfigDict, Field
 
-from environments.base import Task
-from opar_sim.agents.base import ActChoice, AgentAbort
-from opar_sim.context import Context
+from opar_sim.agents.context import Context
+from opar_sim.core.agent import ActChoice, AgentAbort
+from opar_sim.core.llm import JsonSchema, LLMBackend, LLMError, Message, Reply, T
+from opar_sim.core.task import Task
+from opar_sim.core.types import Action, ActionResult, Cost, Evaluation, Observation, Plan, PlanStep
 from opar_sim.llm import prompts
-from opar_sim.llm.base import JsonSchema, LLMBackend, LLMError, Message, Reply, T
 from opar_sim.llm.schemas import (
     EvaluationOut,
     PlanOut,
@@ -37,7 +38,6 @@ from opar_sim.llm.schemas import (
     evaluation_schema,
     plan_schema,
 )
-from opar_sim.models import Action, ActionResult, Cost, Evaluation, Observation, Plan, PlanStep
 
 RESULT_CHARS = 240  # tool results are cut to this many characters in the prompt
 

@@ -8,10 +8,10 @@ from typing import Any
 import numpy as np
 import simpy
 
-from environments.base import Task
-from opar_sim.agents.base import ActChoice
-from opar_sim.context import Context
-from opar_sim.models import Action, ActionResult, Cost, Evaluation, Observation, Plan
+from opar_sim.agents.context import Context
+from opar_sim.core.agent import ActChoice
+from opar_sim.core.task import Task
+from opar_sim.core.types import Action, ActionResult, Cost, Evaluation, Observation, Plan
 
 
 class ScriptedAgent:

@@ -27,11 +27,11 @@ import numpy as np
 import simpy
 from pydantic import BaseModel, ConfigDict, Field
 
-from environments.base import Task
-from opar_sim.agents.base import ActChoice
-from opar_sim.context import Context
-from opar_sim.models import Action, ActionResult, Cost, Evaluation, Observation, Plan
-from opar_sim.seeding import derived
+from opar_sim.agents.context import Context
+from opar_sim.core.agent import ActChoice
+from opar_sim.core.seeding import derived
+from opar_sim.core.task import Task
+from opar_sim.core.types import Action, ActionResult, Cost, Evaluation, Observation, Plan
 
 RESULT_TOKEN_CAP = 200  # results are truncated to this many tokens in the context
 ATTEMPT_STREAM = 0x41  # the key tag of a Reflexion attempt's agent stream ("A")

@@ -1,7 +1,7 @@
 """The figures of a run, built headless from its analysis; each returned, and saved as PNG + SVG.
 
 ``write_figures(analysis, out)`` rebuilds all of them from a run directory's
-analysis (``opar_sim.analysis.analyze``) without rerunning anything.
+analysis (``opar_sim.analysis.run.analyze``) without rerunning anything.
 """
 
 from __future__ import annotations
@@ -13,7 +13,8 @@ import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
 
 import controllers
-from opar_sim.analysis import RunAnalysis
+from opar_sim.analysis.run import RunAnalysis
+from opar_sim.experiment.rundir import EpisodeTrace, find_trace
 from opar_sim.figures.convergence import convergence_figure
 from opar_sim.figures.outcomes import outcomes_figure, pareto_figure
 from opar_sim.figures.signals import (
@@ -23,8 +24,7 @@ from opar_sim.figures.signals import (
     pid_terms_figure,
     raster_figure,
 )
-from opar_sim.plots import save
-from opar_sim.rundir import EpisodeTrace, find_trace
+from opar_sim.figures.style import save
 
 FIGURE_DIR = "figures"
 

@@ -9,9 +9,8 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-from opar_sim.figures.style import controller_colors, new_figure
-from opar_sim.plots import padded
-from opar_sim.rundir import EpisodeTrace
+from opar_sim.experiment.rundir import EpisodeTrace
+from opar_sim.figures.style import controller_colors, new_figure, padded
 
 TIME_POINTS = 200
 

@@ -12,8 +12,8 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from matplotlib.ticker import MaxNLocator
 
+from opar_sim.experiment.rundir import EpisodeTrace
 from opar_sim.figures.style import SIGNAL_COLORS, controller_colors, new_figure
-from opar_sim.rundir import EpisodeTrace
 
 RASTER_EPISODES = 40
 PHASE_EPISODES = 8

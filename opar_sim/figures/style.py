@@ -9,6 +9,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
+import numpy as np
 from matplotlib.figure import Figure
 
 SIGNAL_COLORS = {"continue": "#cfd8dc", "replan": "#e6550d", "terminate": "#08519c"}
@@ -52,3 +53,28 @@ def outcome_order(outcomes: Sequence[str]) -> list[str]:
         return (rank.get(o, 3 if head == "truncated" else 4), o)
 
     return sorted(set(outcomes), key=key)
+
+
+def padded(series: Sequence[Sequence[float] | np.ndarray]) -> np.ndarray:
+    """Stack ragged per-episode series, holding each one's last value."""
+    length = max((len(s) for s in series), default=0)
+    out = np.zeros((len(series), length + 1))
+    for row, s in enumerate(series):
+        values = np.concatenate(([0.0], np.asarray(s, dtype=float)))
+        out[row, : len(values)] = values
+        out[row, len(values) :] = values[-1]
+    return out
+
+
+def save(fig: Figure, path_stem: str, *, svg: bool = False) -> list[str]:
+    """Save a figure as PNG (and SVG with ``svg``), close it; return the paths written."""
+    png = f"{path_stem}.png"
+    fig.savefig(png, dpi=110)
+    paths = [png]
+    if svg:
+        # no creation date and a fixed id salt: the same figure gives the same bytes
+        with plt.rc_context({"svg.hashsalt": "opar-sim"}):
+            fig.savefig(f"{path_stem}.svg", metadata={"Date": None})
+        paths.append(f"{path_stem}.svg")
+    plt.close(fig)
+    return paths

@@ -4,8 +4,7 @@ Nothing here imports ``ollama`` or ``llama_cpp`` at import time; a backend
 loads its client or model on first use.
 """
 
-from opar_sim.llm.base import (
-    BackendBase,
+from opar_sim.core.llm import (
     BackendHTTPError,
     BackendTimeout,
     BackendUnavailable,
@@ -16,6 +15,7 @@ from opar_sim.llm.base import (
     ModelMissing,
     Reply,
 )
+from opar_sim.llm.base import BackendBase
 from opar_sim.llm.config import BackendSpec, make_backend
 from opar_sim.llm.scripted import ScriptedBackend
 

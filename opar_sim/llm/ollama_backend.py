@@ -16,8 +16,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from opar_sim.llm.base import (
-    BackendBase,
+from opar_sim.core.llm import (
     BackendHTTPError,
     BackendTimeout,
     BackendUnavailable,
@@ -26,6 +25,7 @@ from opar_sim.llm.base import (
     Message,
     ModelMissing,
 )
+from opar_sim.llm.base import BackendBase
 
 DEFAULT_HOST = "http://127.0.0.1:11434"
 

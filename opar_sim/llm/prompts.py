@@ -12,10 +12,10 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from environments.base import ToolSpec
-from opar_sim.llm.base import JsonSchema, Message
+from opar_sim.core.llm import JsonSchema, Message
+from opar_sim.core.task import ToolSpec
+from opar_sim.core.types import Observation, Plan
 from opar_sim.llm.schemas import args_schema
-from opar_sim.models import Observation, Plan
 
 
 def describe_type(schema: JsonSchema) -> str:

@@ -13,8 +13,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from environments.base import ToolSpec
-from opar_sim.llm.base import JsonSchema
+from opar_sim.core.llm import JsonSchema
+from opar_sim.core.task import ToolSpec
 
 DESCRIPTION_CHARS = 60
 CRITIQUE_CHARS = 100

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from opar_sim.llm.base import BackendBase, Completion, JsonSchema, LLMError, Message
+from opar_sim.core.llm import Completion, JsonSchema, LLMError, Message
+from opar_sim.llm.base import BackendBase
 
 ScriptedReply = str | LLMError | Callable[[Sequence[Message], JsonSchema], str]
 

@@ -1,0 +1,18 @@
+"""Analysis of runs: statistics, step-response and oscillation metrics, run analysis, replay, calibration.
+
+``analyze`` and ``RunAnalysis`` are loaded on first use, so a module that
+needs only a small part of the package (``frames``, ``stats``) does not load
+the run analysis with it.
+"""
+
+from typing import Any
+
+__all__ = ["RunAnalysis", "analyze"]
+
+
+def __getattr__(name: str) -> Any:
+    if name in __all__:
+        from opar_sim.analysis import run
+
+        return getattr(run, name)
+    raise AttributeError(f"module 'opar_sim.analysis' has no attribute {name!r}")

@@ -1,0 +1,215 @@
+"""Oscillation of an agent loop: replanning rhythm, error trend, damping, action cycles.
+
+* REPLAN count, rate (per step), dwell (steps between successive REPLANs) and
+  thrash: the share of REPLANs that come within ``k`` steps of the previous
+  one — a relay limit cycle shows up as a thrash share near 1.
+* Sign changes of the error trend Δe (zero differences skipped): a loop that
+  keeps reversing direction.
+* Damping from successive peaks (the logarithmic decrement): the signal's
+  deviation from a reference is cut at its zero crossings, each half-cycle's
+  largest excursion is a peak, and successive peak ratios give the decay
+  ratio (per full period, 0.25 is the quarter-decay of process control) and
+  the damping ratio ζ = δ / √(4π² + δ²).
+* Action cycles: stretches of the action sequence that repeat with a period
+  of two or more distinct steps (a→b→a→b, a→b→c→a→b→c, ...).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+from opar_sim.analysis.metrics import Signal
+from opar_sim.core.frames import to_frame
+
+REPLAN = "replan"
+
+
+@dataclass(frozen=True, slots=True)
+class ReplanRhythm:
+    """How often and how closely an episode replanned."""
+
+    steps: int
+    replans: int
+    rate: float  # REPLANs per step
+    mean_dwell: float  # steps between successive REPLANs (NaN with fewer than two)
+    mean_dwell_seconds: float  # simulated seconds between them (NaN without times)
+    thrash: int  # REPLANs within k steps of the previous REPLAN
+    thrash_k: int
+
+    @property
+    def thrash_share(self) -> float:
+        return self.thrash / self.replans if self.replans else 0.0
+
+    def to_frame(self) -> Any:
+        """A one-row pandas DataFrame (needs pandas)."""
+        return to_frame([asdict(self) | {"thrash_share": self.thrash_share}])
+
+
+def replan_rhythm(
+    signals: Sequence[str | None],
+    steps: Sequence[int] | None = None,
+    k: int = 2,
+    times: Signal | None = None,
+) -> ReplanRhythm:
+    """REPLAN statistics of one episode's decision signals (``"replan"`` counts).
+
+    ``times`` (simulated seconds of each step) adds the dwell in seconds.
+    """
+    if k < 1:
+        raise ValueError(f"k must be >= 1, got {k}")
+    numbers = list(steps) if steps is not None else list(range(1, len(signals) + 1))
+    at = [n for n, s in zip(numbers, signals, strict=True) if s == REPLAN]
+    dwell = np.diff(at)
+    dwell_seconds = math.nan
+    if times is not None and dwell.size:
+        t = np.asarray(times, float)
+        dwell_seconds = float(np.diff([t[i] for i, s in enumerate(signals) if s == REPLAN]).mean())
+    n = len(signals)
+    return ReplanRhythm(
+        steps=n,
+        replans=len(at),
+        rate=len(at) / n if n else 0.0,
+        mean_dwell=float(dwell.mean()) if dwell.size else math.nan,
+        mean_dwell_seconds=dwell_seconds,
+        thrash=int(np.count_nonzero(dwell <= k)),
+        thrash_k=k,
+    )
+
+
+def trend_sign_changes(error: Signal) -> int:
+    """How often the error's trend Δe reverses sign (flat steps are skipped)."""
+    diffs = np.diff(np.asarray(error, float))
+    signs = np.sign(diffs[diffs != 0])
+    return int(np.count_nonzero(signs[1:] != signs[:-1]))
+
+
+@dataclass(frozen=True, slots=True)
+class Damping:
+    """Decay of an oscillation estimated from its successive peaks."""
+
+    peaks: int  # half-cycle peaks found (alternating sign)
+    peak_times: tuple[float, ...]
+    peak_values: tuple[float, ...]  # signed deviations from the reference
+    log_decrement: float  # δ per full period; NaN with fewer than two peaks
+    decay_ratio: float  # amplitude ratio one full period apart, exp(−δ)
+    damping_ratio: float  # ζ = δ / √(4π² + δ²); negative when the oscillation grows
+
+    @property
+    def oscillating(self) -> bool:
+        return self.peaks >= 3
+
+    def to_frame(self) -> Any:
+        """One row per peak (needs pandas)."""
+        return to_frame(
+            [
+                {"time": t, "deviation": v}
+                for t, v in zip(self.peak_times, self.peak_values, strict=True)
+            ]
+        )
+
+
+def damping(
+    signal: Signal,
+    times: Signal | None = None,
+    reference: float | None = None,
+    tolerance: float = 0.0,
+) -> Damping:
+    """Estimate ζ from successive peaks of ``signal`` about ``reference`` (default: last value).
+
+    Half-cycles whose largest excursion is within ``tolerance`` of the
+    reference are noise and ignored.
+    """
+    y = np.asarray(signal, float)
+    t = np.asarray(times, float) if times is not None else np.arange(y.size, dtype=float)
+    if y.size == 0:
+        return Damping(0, (), (), math.nan, math.nan, math.nan)
+    ref = float(y[-1]) if reference is None else reference
+    dev = y - ref
+    # the largest excursion of each half-cycle (a run of one sign; zeros skipped)
+    halves: list[tuple[float, float]] = []
+    for ti, d in zip(t.tolist(), dev.tolist(), strict=True):
+        if d == 0:
+            continue
+        if halves and (halves[-1][1] > 0) == (d > 0):
+            if abs(d) > abs(halves[-1][1]):
+                halves[-1] = (ti, d)
+        else:
+            halves.append((ti, d))
+    # excursions within the tolerance are noise; neighbours of one sign then merge
+    peaks: list[tuple[float, float]] = []
+    for ti, d in halves:
+        if abs(d) <= tolerance:
+            continue
+        if peaks and (peaks[-1][1] > 0) == (d > 0):
+            if abs(d) > abs(peaks[-1][1]):
+                peaks[-1] = (ti, d)
+        else:
+            peaks.append((ti, d))
+    peak_t = [p[0] for p in peaks]
+    peak_v = [p[1] for p in peaks]
+    amps = np.abs(np.asarray(peak_v))
+    if amps.size < 2:
+        return Damping(len(peak_v), tuple(peak_t), tuple(peak_v), math.nan, math.nan, math.nan)
+    # successive half-cycle peaks are exp(−δ/2) apart
+    delta = 2.0 * float(np.mean(np.log(amps[:-1] / amps[1:])))
+    zeta = delta / math.sqrt(4 * math.pi**2 + delta**2)
+    return Damping(len(peak_v), tuple(peak_t), tuple(peak_v), delta, math.exp(-delta), zeta)
+
+
+@dataclass(frozen=True, slots=True)
+class ActionCycle:
+    """A stretch of actions that repeats with ``period`` (a→b→a→b has period 2)."""
+
+    start: int  # index of the first action of the stretch
+    period: int
+    length: int  # actions in the periodic stretch (≥ 2·period)
+    pattern: tuple[str, ...]
+
+    @property
+    def repeats(self) -> int:
+        return self.length // self.period
+
+
+def action_cycles(
+    actions: Sequence[str | None], max_period: int = 4, min_repeats: int = 2
+) -> list[ActionCycle]:
+    """Maximal periodic stretches of the action sequence, the shortest period first.
+
+    A stretch is reported once, under its smallest period; a pattern that is
+    one action repeated (a→a→a) is a repeat, not a cycle, and is left to the
+    supervisor's repeat guard.
+    """
+    seq = ["∅" if a is None else a for a in actions]
+    n = len(seq)
+    found: list[ActionCycle] = []
+    covered: list[tuple[int, int]] = []
+    for period in range(2, max_period + 1):
+        i = 0
+        while i + period < n:
+            j = i
+            while j + period < n and seq[j] == seq[j + period]:
+                j += 1
+            length = j - i + period
+            pattern = tuple(seq[i : i + period])
+            if (
+                j > i
+                and length >= min_repeats * period
+                and len(set(pattern)) > 1
+                and not _is_repetition(pattern)
+                and not any(a <= i and i + length <= b for a, b in covered)
+            ):
+                found.append(ActionCycle(i, period, length, pattern))
+                covered.append((i, i + length))
+            i = max(j, i + 1)
+    return sorted(found, key=lambda c: (c.start, c.period))
+
+
+def _is_repetition(pattern: tuple[str, ...]) -> bool:
+    """Is the pattern itself a shorter pattern repeated (abab within period 4)?"""
+    p = len(pattern)
+    return any(p % q == 0 and pattern == pattern[:q] * (p // q) for q in range(1, p // 2 + 1))

@@ -1,0 +1,334 @@
+"""The metrics of a whole run, per controller, from its run directory.
+
+``analyze(run_dir)`` reads episodes.jsonl, then streams steps.jsonl once,
+computing each episode's step response and oscillation as it goes; it keeps
+one small ``EpisodeMetrics`` per episode and the trajectories of the first
+``keep`` episodes of each controller (for the figures), never all the steps.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from opar_sim.analysis.metrics import EpisodeResponse, episode_response, step_info
+from opar_sim.analysis.oscillation import action_cycles as find_cycles
+from opar_sim.analysis.oscillation import damping, replan_rhythm, trend_sign_changes
+from opar_sim.analysis.stats import (
+    Estimate,
+    Proportion,
+    bootstrap_mean,
+    paired_difference,
+    pass_hat_k,
+)
+from opar_sim.analysis.stats import success_rate as proportion
+from opar_sim.core.frames import to_frame
+from opar_sim.experiment.rundir import (
+    EpisodeTrace,
+    check_run_dir,
+    episode_key,
+    iter_episodes,
+    iter_traces,
+    read_spec,
+)
+from opar_sim.experiment.spec import ExperimentSpec
+
+ORACLE = "oracle"
+PASS_K = (1, 2, 4, 8)
+DAMPING_TOLERANCE = 0.02  # the settling band: smaller excursions are noise
+
+
+@dataclass(frozen=True, slots=True)
+class EpisodeMetrics:
+    """Convergence and oscillation of one episode of one controller."""
+
+    controller: str
+    episode: int
+    attempt: int  # Reflexion attempt at the episode seed (1 without Reflexion)
+    outcome: str
+    steps: int
+    tokens: int
+    sim_seconds: float
+    response: EpisodeResponse  # on simulated seconds
+    settling_step: float  # true progress settled from this step on (NaN: never)
+    replans: int
+    thrash: int
+    dwell: float  # steps between successive REPLANs
+    dwell_seconds: float  # simulated seconds between successive REPLANs
+    sign_changes: int  # of the estimated error's trend
+    damping_ratio: float  # of the estimate about its final value (NaN: no oscillation)
+    decay_ratio: float  # amplitude ratio of its peaks one period apart
+    oscillating: bool
+    cycles: int  # action cycles found
+    longest_cycle: int  # actions in the longest periodic stretch
+
+    @property
+    def key(self) -> tuple[int, int]:
+        """(episode, attempt): the same world for every controller (common random numbers)."""
+        return (self.episode, self.attempt)
+
+    def row(self) -> dict[str, Any]:
+        """A flat mapping of every field, step responses prefixed true_/est_."""
+        out = {k: v for k, v in asdict(self).items() if k != "response"}
+        out |= {f"true_{k}": v for k, v in asdict(self.response.true).items()}
+        out |= {f"est_{k}": v for k, v in asdict(self.response.estimate).items()}
+        out |= {f"gap_{k}": v for k, v in asdict(self.response.gap).items()}
+        return out
+
+
+def episode_metrics(
+    trace: EpisodeTrace, row: dict[str, Any], horizon: float | None, thrash_k: int
+) -> EpisodeMetrics:
+    """The metrics of one episode from its trajectory and its episodes.jsonl row."""
+    estimate = np.where(np.isnan(trace.estimate), 0.0, trace.estimate)
+    response = episode_response(trace.progress, estimate, trace.time, horizon=horizon)
+    # settling in steps: the same definition on the step axis
+    steps_axis = np.concatenate(([0.0], trace.step.astype(float)))
+    by_step = step_info(np.concatenate(([0.0], trace.progress)), steps_axis)
+    rhythm = replan_rhythm(trace.signals, trace.step.tolist(), k=thrash_k, times=trace.time)
+    damp = damping(estimate, trace.time, tolerance=DAMPING_TOLERANCE)
+    cycles = find_cycles(trace.actions)
+    return EpisodeMetrics(
+        controller=trace.controller,
+        episode=trace.episode,
+        attempt=trace.attempt,
+        outcome=str(row.get("outcome", "")),
+        steps=len(trace),
+        tokens=int(row.get("tokens", 0)),
+        sim_seconds=float(row.get("sim_seconds", trace.time[-1] if len(trace) else 0.0)),
+        response=response,
+        settling_step=by_step.settling_time,
+        replans=rhythm.replans,
+        thrash=rhythm.thrash,
+        dwell=rhythm.mean_dwell,
+        dwell_seconds=rhythm.mean_dwell_seconds,
+        sign_changes=trend_sign_changes(1.0 - estimate),
+        damping_ratio=damp.damping_ratio,
+        decay_ratio=damp.decay_ratio,
+        oscillating=damp.oscillating,
+        cycles=len(cycles),
+        longest_cycle=max((c.length for c in cycles), default=0),
+    )
+
+
+def _median(values: Iterable[float]) -> float:
+    x = np.array([v for v in values if not math.isnan(v)], float)
+    return float(np.median(x)) if x.size else math.nan
+
+
+def _mean(values: Iterable[float]) -> float:
+    x = np.array(list(values), float)
+    return float(x.mean()) if x.size else math.nan
+
+
+@dataclass(frozen=True, slots=True)
+class ControllerMetrics:
+    """Everything measured for one controller over a run."""
+
+    controller: str
+    episodes: int
+    success: Proportion
+    pass_k: dict[int, float]
+    steps: Estimate
+    tokens: Estimate
+    sim_seconds: Estimate
+    outcomes: dict[str, int]
+    premature_share: float
+    replans: Estimate  # REPLAN decisions per episode
+    replan_rate: float  # REPLAN decisions per step
+    thrash_share: float  # of all REPLANs, those within k steps of the previous one
+    mean_dwell: float  # steps between successive REPLANs
+    mean_dwell_seconds: float  # simulated seconds between successive REPLANs
+    sign_changes: float  # of the estimated error's trend, per episode
+    oscillating_share: float  # episodes whose estimate swings through ≥ 3 peaks
+    damping_ratio: float  # median ζ over episodes with ≥ 2 peaks
+    decay_ratio: float  # median decay ratio over the same episodes
+    cycle_share: float  # episodes with an action cycle (a→b→a→b, ...)
+    settled_share: float  # episodes whose true progress settled in the 2 % band
+    rise_time: float  # median, simulated seconds
+    settling_time: float  # median over settled episodes, simulated seconds
+    settling_step: float  # median over settled episodes, steps
+    overshoot: float  # mean percent
+    iae: float  # mean ∫|1 − p| dt up to the horizon, progress·s
+    est_settled_share: float  # the same for the agent's estimate
+    est_settling_time: float
+    mean_gap: float  # mean of δ_task − p
+    final_gap: float  # mean of δ_task − p at the last step
+    regret: Estimate | None  # oracle success − this success, paired per episode
+    token_regret: Estimate | None  # this controller's tokens − the oracle's, paired per episode
+
+    def row(self) -> dict[str, Any]:
+        """A flat mapping of the fields (intervals as _low/_high)."""
+        out: dict[str, Any] = {}
+        for name in self.__dataclass_fields__:
+            value = getattr(self, name)
+            if isinstance(value, Estimate):
+                out |= {name: value.mean, f"{name}_low": value.low, f"{name}_high": value.high}
+            elif isinstance(value, Proportion):
+                out |= {"success_rate": value.rate, "success_low": value.low}
+                out["success_high"] = value.high
+            elif name == "pass_k":
+                out |= {f"pass^{k}": v for k, v in value.items()}
+            elif name == "outcomes":
+                out |= {f"outcome:{k}": v for k, v in value.items()}
+            elif value is None:
+                out |= {name: math.nan, f"{name}_low": math.nan, f"{name}_high": math.nan}
+            else:
+                out[name] = value
+        return out
+
+
+def controller_metrics(
+    name: str,
+    episodes: list[EpisodeMetrics],
+    successes: list[bool],
+    rng: np.random.Generator,
+    oracle: list[tuple[EpisodeMetrics, bool]] | None,
+    task: str,
+) -> ControllerMetrics:
+    """Aggregate one controller's episodes."""
+    n = len(episodes)
+    outcomes = Counter(e.outcome for e in episodes)
+    replans = sum(e.replans for e in episodes)
+    total_steps = sum(e.steps for e in episodes)
+    dwell_n = sum(max(e.replans - 1, 0) for e in episodes)
+    dwell_sum = sum(e.dwell * (e.replans - 1) for e in episodes if e.replans > 1)
+    dwell_s = sum(e.dwell_seconds * (e.replans - 1) for e in episodes if e.replans > 1)
+    settled = [e for e in episodes if e.response.true.settled]
+    regret = token_regret = None
+    if oracle is not None and name != ORACLE:
+        mine = {e.key: float(s) for e, s in zip(episodes, successes, strict=True)}
+        best = {e.key: float(s) for e, s in oracle}
+        regret = paired_difference(best, mine, rng)
+        token_regret = paired_difference(
+            {e.key: float(e.tokens) for e in episodes},
+            {e.key: float(e.tokens) for e, _ in oracle},
+            rng,
+        )
+    return ControllerMetrics(
+        controller=name,
+        episodes=n,
+        success=proportion(sum(successes), n),
+        pass_k={k: pass_hat_k({task: successes}, k) for k in PASS_K if k <= n},
+        steps=bootstrap_mean([e.steps for e in episodes], rng),
+        tokens=bootstrap_mean([e.tokens for e in episodes], rng),
+        sim_seconds=bootstrap_mean([e.sim_seconds for e in episodes], rng),
+        outcomes=dict(sorted(outcomes.items())),
+        premature_share=outcomes.get("premature", 0) / n if n else math.nan,
+        replans=bootstrap_mean([e.replans for e in episodes], rng),
+        replan_rate=replans / total_steps if total_steps else 0.0,
+        thrash_share=sum(e.thrash for e in episodes) / replans if replans else 0.0,
+        mean_dwell=dwell_sum / dwell_n if dwell_n else math.nan,
+        mean_dwell_seconds=dwell_s / dwell_n if dwell_n else math.nan,
+        sign_changes=_mean(e.sign_changes for e in episodes),
+        oscillating_share=_mean(e.oscillating for e in episodes),
+        damping_ratio=_median(e.damping_ratio for e in episodes),
+        decay_ratio=_median(e.decay_ratio for e in episodes),
+        cycle_share=_mean(e.cycles > 0 for e in episodes),
+        settled_share=len(settled) / n if n else math.nan,
+        rise_time=_median(e.response.true.rise_time for e in episodes),
+        settling_time=_median(e.response.true.settling_time for e in settled),
+        settling_step=_median(e.settling_step for e in settled),
+        overshoot=_mean(e.response.true.overshoot for e in episodes),
+        iae=_mean(e.response.true.iae for e in episodes),
+        est_settled_share=_mean(e.response.estimate.settled for e in episodes),
+        est_settling_time=_median(e.response.estimate.settling_time for e in episodes),
+        mean_gap=_mean(e.response.gap.mean_gap for e in episodes),
+        final_gap=_mean(e.response.gap.final_gap for e in episodes),
+        regret=regret,
+        token_regret=token_regret,
+    )
+
+
+@dataclass
+class RunAnalysis:
+    """The metrics of a run directory, per controller in run order."""
+
+    path: Path
+    spec: ExperimentSpec | None
+    controllers: dict[str, ControllerMetrics]
+    episodes: list[EpisodeMetrics]
+    traces: dict[str, list[EpisodeTrace]] = field(default_factory=dict)
+    thrash_k: int = 2
+
+    @property
+    def has_oracle(self) -> bool:
+        return ORACLE in self.controllers
+
+    def to_frame(self) -> Any:
+        """One row per controller (needs pandas)."""
+        rows = [m.row() for m in self.controllers.values()]
+        return to_frame(rows, index=list(self.controllers))
+
+    def episodes_frame(self) -> Any:
+        """One row per episode (needs pandas)."""
+        return to_frame([e.row() for e in self.episodes])
+
+
+def analyze(path: Path, *, thrash_k: int = 2, keep: int = 300, seed: int = 0) -> RunAnalysis:
+    """Measure every episode of the run in ``path`` (RunDirError if it is not one)."""
+    check_run_dir(path)
+    spec = read_spec(path)
+    rows = {episode_key(r): r for r in _slim(iter_episodes(path))}
+    times = [float(r.get("sim_seconds", 0.0)) for r in rows.values()]
+    horizon = spec.limits.time_budget if spec is not None else max(times, default=0.0)
+    by_controller: dict[str, list[EpisodeMetrics]] = {}
+    traces: dict[str, list[EpisodeTrace]] = {}
+    for trace in iter_traces(path):
+        row = rows.get((trace.controller, trace.episode, trace.attempt))
+        if row is None or len(trace) == 0:
+            continue  # an interrupted run: steps written, episode line not
+        metrics = episode_metrics(trace, row, horizon, thrash_k)
+        by_controller.setdefault(trace.controller, []).append(metrics)
+        kept = traces.setdefault(trace.controller, [])
+        if len(kept) < keep:
+            kept.append(trace)
+    task = spec.task.name if spec is not None else "task"
+    success = {
+        name: [bool(rows[(name, *e.key)].get("success")) for e in eps]
+        for name, eps in by_controller.items()
+    }
+    oracle = None
+    if ORACLE in by_controller:
+        oracle = list(zip(by_controller[ORACLE], success[ORACLE], strict=True))
+    rng = np.random.default_rng(seed)
+    controllers = {
+        name: controller_metrics(name, eps, success[name], rng, oracle, task)
+        for name, eps in by_controller.items()
+    }
+    episodes = [e for eps in by_controller.values() for e in eps]
+    return RunAnalysis(path, spec, controllers, episodes, traces, thrash_k)
+
+
+_KEEP_FIELDS = ("controller", "episode", "attempt", "outcome", "success", "tokens", "sim_seconds")
+
+
+def _slim(rows: Iterable[dict[str, Any]]) -> Iterable[dict[str, Any]]:
+    """Episode rows without the answer text and other fields the metrics do not use."""
+    for r in rows:
+        yield {k: r[k] for k in _KEEP_FIELDS if k in r}
+
+
+def _json_safe(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, np.generic):
+        return _json_safe(value.item())
+    return value
+
+
+def write_metrics(analysis: RunAnalysis, file: Path) -> Path:
+    """Write the per-controller metrics as JSON (NaN as null); return the path."""
+    table = {
+        name: {k: _json_safe(v) for k, v in m.row().items()}
+        for name, m in analysis.controllers.items()
+    }
+    file.write_text(json.dumps(table, indent=2) + "\n", encoding="utf-8")
+    return file

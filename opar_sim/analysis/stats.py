@@ -1,0 +1,120 @@
+"""Episode statistics: success with a Wilson interval, pass^k, bootstrap means, regret.
+
+pass^k follows τ-bench: for a task attempted n times with c successes, the
+chance that k attempts drawn without replacement all succeed is
+C(c, k) / C(n, k); pass^k is its mean over tasks.  Here a task is a task
+name and every episode an independently seeded attempt at it.
+
+Bootstrap intervals resample episodes with a seeded ``numpy.random.Generator``
+(percentile method), so the same run gives the same interval.  Regret against
+the oracle is paired: with common random numbers episode i of every
+controller saw the same world, so the differences are taken episode by
+episode before averaging.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from opar_sim.analysis.summary import wilson_interval
+from opar_sim.core.frames import to_frame
+
+BOOTSTRAP_RESAMPLES = 2000
+
+
+@dataclass(frozen=True, slots=True)
+class Proportion:
+    """A success rate with its Wilson interval."""
+
+    successes: int
+    n: int
+    low: float
+    high: float
+    confidence: float = 0.95
+
+    @property
+    def rate(self) -> float:
+        return self.successes / self.n if self.n else math.nan
+
+    def to_frame(self) -> object:
+        """A one-row pandas DataFrame (needs pandas)."""
+        return to_frame([asdict(self) | {"rate": self.rate}])
+
+
+def success_rate(successes: int, n: int) -> Proportion:
+    """``successes`` of ``n`` with the 95 % Wilson score interval."""
+    if not 0 <= successes <= n:
+        raise ValueError(f"need 0 <= successes <= n, got {successes} of {n}")
+    low, high = wilson_interval(successes, n)
+    return Proportion(successes, n, low, high)
+
+
+def pass_hat_k(attempts: Mapping[str, Sequence[bool]], k: int) -> float:
+    """τ-bench's pass^k: mean over tasks of C(c, k) / C(n, k).
+
+    Tasks with fewer than ``k`` attempts cannot be scored and raise ValueError.
+    """
+    if k < 1:
+        raise ValueError(f"k must be >= 1, got {k}")
+    if not attempts:
+        return math.nan
+    scores = []
+    for task, outcomes in attempts.items():
+        n, c = len(outcomes), sum(bool(o) for o in outcomes)
+        if n < k:
+            raise ValueError(f"task {task!r} has {n} attempts, fewer than k = {k}")
+        scores.append(math.comb(c, k) / math.comb(n, k))
+    return float(np.mean(scores))
+
+
+@dataclass(frozen=True, slots=True)
+class Estimate:
+    """A mean with a bootstrap confidence interval."""
+
+    mean: float
+    low: float
+    high: float
+    n: int
+
+    def to_frame(self) -> object:
+        """A one-row pandas DataFrame (needs pandas)."""
+        return to_frame([asdict(self)])
+
+
+def bootstrap_mean(
+    values: Iterable[float] | npt.NDArray[np.float64],
+    rng: np.random.Generator,
+    resamples: int = BOOTSTRAP_RESAMPLES,
+    confidence: float = 0.95,
+) -> Estimate:
+    """The mean of ``values`` and its percentile bootstrap interval."""
+    x = np.asarray(list(values) if not isinstance(values, np.ndarray) else values, float)
+    if x.size == 0:
+        return Estimate(math.nan, math.nan, math.nan, 0)
+    mean = float(x.mean())
+    if x.size == 1 or np.all(x == x[0]):
+        return Estimate(mean, mean, mean, int(x.size))
+    # resample in blocks so memory stays bounded for large runs
+    means = np.empty(resamples)
+    block = max(1, 2_000_000 // x.size)
+    for start in range(0, resamples, block):
+        stop = min(resamples, start + block)
+        idx = rng.integers(0, x.size, size=(stop - start, x.size))
+        means[start:stop] = x[idx].mean(axis=1)
+    alpha = (1 - confidence) / 2
+    low, high = np.quantile(means, [alpha, 1 - alpha])
+    return Estimate(mean, float(low), float(high), int(x.size))
+
+
+def paired_difference(
+    a: Mapping[Any, float], b: Mapping[Any, float], rng: np.random.Generator
+) -> Estimate:
+    """Mean of a − b over the keys (episodes) both have, with a bootstrap interval."""
+    common = sorted(set(a) & set(b))
+    return bootstrap_mean(np.array([a[i] - b[i] for i in common]), rng)

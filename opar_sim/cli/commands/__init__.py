@@ -1,0 +1,39 @@
+"""Sub-commands of ``opar-sim``: one module each, listed in ``COMMANDS``.
+
+A command module defines ``NAME``, ``HELP``, ``add_arguments(parser)`` and
+``run(args, console) -> int``; raising ``UsageError`` or ``SpecError`` exits 2.
+"""
+
+from types import ModuleType
+
+from opar_sim.cli.commands import (
+    calibrate_cmd,
+    compare_cmd,
+    doctor_cmd,
+    list_cmd,
+    plot_cmd,
+    relay_cmd,
+    replay_cmd,
+    report_cmd,
+    run_cmd,
+    study_cmd,
+    sweep_cmd,
+    tune_cmd,
+)
+
+COMMANDS: tuple[ModuleType, ...] = (
+    run_cmd,
+    sweep_cmd,
+    tune_cmd,
+    relay_cmd,
+    compare_cmd,
+    plot_cmd,
+    report_cmd,
+    list_cmd,
+    doctor_cmd,
+    calibrate_cmd,
+    replay_cmd,
+    study_cmd,
+)
+
+__all__ = ["COMMANDS"]

@@ -1,0 +1,74 @@
+"""What the commands share: argument types, common flags and the usage error."""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+from opar_sim.experiment.executors import ExecutorConfig
+
+
+class UsageError(Exception):
+    """Bad input from the user: reported in one line, exit status 2."""
+
+
+def int_at_least(minimum: int) -> argparse._ActionType:
+    """An argparse type: an integer no smaller than ``minimum``."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be >= {minimum}, got {value}")
+        return value
+
+    return parse
+
+
+def add_run_flags(parser: argparse.ArgumentParser) -> None:
+    """The flags every command that runs episodes takes."""
+    parser.add_argument("spec", help="experiment spec (TOML), e.g. experiments/flight_booking.toml")
+    parser.add_argument("--episodes", type=int_at_least(1), help="override the episode count")
+    parser.add_argument("--seed", type=int_at_least(0), help="override the spec's seed")
+    parser.add_argument("--out", type=Path, help="run directory (default: runs/NAME/TIMESTAMP)")
+    parser.add_argument(
+        "--resume", action="store_true", help="finish an interrupted run in --out without repeats"
+    )
+    add_executor_flags(parser)
+
+
+def add_executor_flags(parser: argparse.ArgumentParser) -> None:
+    """Where episodes run: a local process pool (default), serial, or Dask."""
+    parser.add_argument(
+        "--workers",
+        type=int_at_least(1),
+        help="worker processes (default: one per core; 1 = serial)",
+    )
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument("--scheduler", metavar="ADDRESS", help="run on an existing Dask cluster")
+    where.add_argument("--dask-local", action="store_true", help="run on a local Dask cluster")
+
+
+def executor_config(args: argparse.Namespace) -> ExecutorConfig:
+    """The executor the flags ask for."""
+    if args.scheduler or args.dask_local:
+        return ExecutorConfig("dask", args.workers, args.scheduler)
+    if args.workers == 1:
+        return ExecutorConfig("serial", 1)
+    return ExecutorConfig("process", args.workers)
+
+
+def out_dir(args: argparse.Namespace, name: str) -> Path:
+    """--out, or a fresh directory; --resume needs an explicit --out."""
+    if args.resume and args.out is None:
+        raise UsageError("--resume needs --out DIR: the run directory to finish")
+    out: Path = args.out or default_out(name)
+    return out
+
+
+def default_out(name: str) -> Path:
+    """A fresh run directory under runs/."""
+    return Path("runs") / name / time.strftime("%Y%m%d-%H%M%S")

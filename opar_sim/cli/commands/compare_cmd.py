@@ -1,0 +1,72 @@
+"""``opar-sim compare SPEC --controllers A,B,...``: controllers side by side on the same seeds."""
+
+from __future__ import annotations
+
+import argparse
+
+from rich.console import Console
+
+from opar_sim.analysis.run import analyze, write_metrics
+from opar_sim.cli.commands.common import UsageError, add_run_flags, int_at_least
+from opar_sim.cli.commands.run_cmd import execute
+from opar_sim.cli.tables import comparison_table, response_table
+from opar_sim.experiment.build import load_spec, parse_spec
+from opar_sim.experiment.edit import with_overrides
+from opar_sim.experiment.spec import ExperimentSpec
+from opar_sim.figures import write_figures
+
+NAME = "compare"
+HELP = "run several controllers on the same seeds, print one table and write the figures"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_run_flags(parser)
+    parser.add_argument(
+        "--controllers",
+        help="comma-separated registered controllers, e.g. pid,threshold,oracle "
+        "(default: the spec's [[compare]] list)",
+    )
+    parser.add_argument(
+        "--detail",
+        action="store_true",
+        help="also print the step-response and oscillation table (rise, settling, gap, ζ)",
+    )
+    parser.add_argument(
+        "--thrash-k",
+        type=int_at_least(1),
+        default=2,
+        help="a REPLAN within this many steps of the previous one counts as thrash (default 2)",
+    )
+
+
+def parse_names(text: str) -> list[str]:
+    """Controller names from ``a,b,c``; an empty list is a usage error."""
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    if not names:
+        raise UsageError("--controllers: give at least one controller name, e.g. pid,threshold")
+    return names
+
+
+def with_controllers(spec: ExperimentSpec, names: list[str]) -> ExperimentSpec:
+    """``spec`` comparing ``names``; a controller the spec configures keeps its parameters."""
+    configured = {c.name: c.params for c in [spec.controller, *spec.compare]}
+    data = spec.model_dump()
+    data["compare"] = [{"name": n, "params": configured.get(n, {})} for n in names]
+    return parse_spec(data, "--controllers")
+
+
+def run(args: argparse.Namespace, console: Console) -> int:
+    spec = with_overrides(load_spec(args.spec), episodes=args.episodes, seed=args.seed)
+    if args.controllers is not None:
+        spec = with_controllers(spec, parse_names(args.controllers))
+    result = execute(spec, args, console, tables=False)
+    analysis = analyze(result.out, thrash_k=args.thrash_k)
+    console.print(comparison_table(analysis).to_rich())
+    if args.detail:
+        console.print(response_table(analysis).to_rich())
+    metrics = write_metrics(analysis, result.out / "metrics.json")
+    console.print(f"metrics: [green]{metrics}[/]")
+    for figure in write_figures(analysis):
+        if figure.endswith(".png"):
+            console.print(f"figure: [green]{figure}[/] (and .svg)")
+    return 0

@@ -1,0 +1,60 @@
+"""``opar-sim plot RUNDIR``: rebuild every figure of a run directory without rerunning."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from rich.console import Console
+
+from opar_sim.analysis.run import RunAnalysis, analyze
+from opar_sim.cli.commands.common import UsageError, int_at_least
+from opar_sim.experiment.rundir import RunDirError
+from opar_sim.figures import write_figures
+
+NAME = "plot"
+HELP = "rebuild the figures of a run directory (PNG and SVG) without rerunning"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("rundir", type=Path, help="a run directory written by run or compare")
+    parser.add_argument(
+        "--out", type=Path, help="where to write the figures (default RUNDIR/figures)"
+    )
+    add_episode_flags(parser)
+
+
+def add_episode_flags(parser: argparse.ArgumentParser) -> None:
+    """Which episode the PID-terms figure shows."""
+    parser.add_argument("--controller", help="controller of the PID-terms figure")
+    parser.add_argument(
+        "--episode",
+        type=int_at_least(0),
+        help="episode of the PID-terms figure (default: the one that replanned most)",
+    )
+
+
+def load_analysis(path: Path) -> RunAnalysis:
+    """The analysis of a run directory; a path that is not one is a usage error."""
+    try:
+        analysis = analyze(path)
+    except RunDirError as exc:
+        raise UsageError(str(exc)) from None
+    if not analysis.controllers:
+        raise UsageError(f"{path}: the run directory holds no finished episode")
+    return analysis
+
+
+def check_episode_flags(analysis: RunAnalysis, args: argparse.Namespace) -> None:
+    if args.controller is not None and args.controller not in analysis.controllers:
+        known = ", ".join(analysis.controllers)
+        raise UsageError(f"--controller {args.controller!r} is not in this run (it has: {known})")
+
+
+def run(args: argparse.Namespace, console: Console) -> int:
+    analysis = load_analysis(args.rundir)
+    check_episode_flags(analysis, args)
+    paths = write_figures(analysis, args.out, controller=args.controller, episode=args.episode)
+    for path in paths:
+        console.print(f"figure: [green]{path}[/]")
+    return 0

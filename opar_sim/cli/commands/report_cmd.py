@@ -1,0 +1,29 @@
+"""``opar-sim report RUNDIR``: one self-contained HTML page of a run."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from rich.console import Console
+
+from opar_sim.cli.commands.plot_cmd import add_episode_flags, check_episode_flags, load_analysis
+from opar_sim.cli.report import write_report
+
+NAME = "report"
+HELP = "write one self-contained HTML page (figures, tables, spec) for a run directory"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("rundir", type=Path, help="a run directory written by run or compare")
+    parser.add_argument("--out", type=Path, help="the HTML file (default RUNDIR/report.html)")
+    add_episode_flags(parser)
+
+
+def run(args: argparse.Namespace, console: Console) -> int:
+    analysis = load_analysis(args.rundir)
+    check_episode_flags(analysis, args)
+    out = args.out or args.rundir / "report.html"
+    write_report(analysis, out, controller=args.controller, episode=args.episode)
+    console.print(f"report: [green]{out}[/]")
+    return 0

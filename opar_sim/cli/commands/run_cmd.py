@@ -1,0 +1,79 @@
+"""``opar-sim run SPEC``: run an experiment and write its run directory."""
+
+from __future__ import annotations
+
+import argparse
+
+from rich.console import Console
+
+from opar_sim.cli.commands.common import add_run_flags, executor_config, out_dir
+from opar_sim.cli.llm_costs import print_llm_costs
+from opar_sim.cli.render import outcome_table, progress_bar, summary_table
+from opar_sim.experiment.build import load_spec
+from opar_sim.experiment.edit import with_overrides
+from opar_sim.experiment.executors import open_executor
+from opar_sim.experiment.rundir import prepare_out_dir
+from opar_sim.experiment.runner import RunResult, run_experiment
+from opar_sim.experiment.spec import ExperimentSpec
+from opar_sim.figures.run import write_run_figures
+
+NAME = "run"
+HELP = "run an experiment spec and write a run directory"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_run_flags(parser)
+    parser.add_argument("--controller", help="use this registered controller (see `list`)")
+    parser.add_argument(
+        "--agent",
+        choices=("simulated", "llm"),
+        help="agent kind; llm uses the spec's [agent.backend] (default: embedded llama.cpp)",
+    )
+
+
+def execute(
+    spec: ExperimentSpec, args: argparse.Namespace, console: Console, *, tables: bool = True
+) -> RunResult:
+    """Run ``spec`` with a progress bar and print its tables; shared with ``compare``.
+
+    ``compare`` passes ``tables=False`` and prints its own comparison table.
+    """
+    out = out_dir(args, spec.name)
+    if not args.resume:
+        prepare_out_dir(out)
+    config = executor_config(args)
+    names = [c.name for c in spec.controller_list()]
+    console.print(
+        f"[bold]{spec.name}[/]: task [cyan]{spec.task.name}[/], controllers "
+        f"[cyan]{', '.join(names)}[/], {spec.episodes} episodes each, seed {spec.seed}"
+    )
+    with open_executor(config) as executor, progress_bar(console) as bar:
+        job = bar.add_task(spec.name, total=spec.episodes * len(names))
+        result = run_experiment(
+            spec,
+            out,
+            executor=executor,
+            parallelism=config.parallelism,
+            resume=args.resume,
+            on_progress=lambda n: bar.advance(job, n),
+        )
+    if tables:
+        console.print(summary_table(result.summary, f"{spec.name}: means per episode"))
+        console.print(outcome_table(result.summary))
+    console.print(f"run directory: [green]{result.out}[/]")
+    for figure in write_run_figures(spec, result.out):
+        console.print(f"figure: [green]{figure}[/]")
+    print_llm_costs(result.out, console)
+    return result
+
+
+def run(args: argparse.Namespace, console: Console) -> int:
+    spec = with_overrides(
+        load_spec(args.spec),
+        episodes=args.episodes,
+        seed=args.seed,
+        controller=args.controller,
+        agent=getattr(args, "agent", None),
+    )
+    execute(spec, args, console)
+    return 0

@@ -1,0 +1,88 @@
+"""``opar-sim sweep SPEC``: run the spec's [sweep] grid, every point on the same seeds."""
+
+from __future__ import annotations
+
+import argparse
+
+from rich.console import Console
+from rich.table import Table
+
+from opar_sim.cli.commands.common import add_run_flags, executor_config, out_dir
+from opar_sim.cli.render import progress_bar
+from opar_sim.experiment.build import load_spec
+from opar_sim.experiment.edit import sweep_points, with_overrides
+from opar_sim.experiment.executors import open_executor
+from opar_sim.experiment.grid import SweepPoint
+from opar_sim.experiment.sweep import SweepResult, run_sweep
+from opar_sim.figures.style import save
+from opar_sim.figures.tuning import sweep_figure
+
+NAME = "sweep"
+HELP = "run a parameter grid ([sweep] table) on common random numbers"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_run_flags(parser)
+
+
+def run(args: argparse.Namespace, console: Console) -> int:
+    spec = with_overrides(load_spec(args.spec), episodes=args.episodes, seed=args.seed)
+    points = sweep_points(spec, args.spec)
+    out = out_dir(args, spec.name)
+    config = executor_config(args)
+    per_point = spec.episodes * len(spec.controller_list())
+    console.print(
+        f"[bold]{spec.name}[/]: {len(points)} points × {per_point} episodes, seed {spec.seed}, "
+        f"{config.kind} executor with {config.parallelism} worker(s)"
+    )
+    with open_executor(config) as executor, progress_bar(console, unit="") as bar:
+        point_job = bar.add_task("points", total=len(points))
+        episode_job = bar.add_task("episodes", total=len(points) * per_point)
+
+        def next_point(point: SweepPoint) -> None:
+            bar.update(point_job, completed=point.index)
+
+        result = run_sweep(
+            spec,
+            out,
+            executor=executor,
+            parallelism=config.parallelism,
+            resume=args.resume,
+            on_point=next_point,
+            on_progress=lambda n: bar.advance(episode_job, n),
+            points=points,
+        )
+        bar.update(point_job, completed=len(points))
+    console.print(sweep_table(result))
+    console.print(f"sweep directory: [green]{result.out}[/]")
+    title = f"{spec.name}: sweep over {', '.join(spec.sweep)}"
+    for figure in save(sweep_figure(result.rows, title), str(result.out / "sweep")):
+        console.print(f"figure: [green]{figure}[/]")
+    return 0
+
+
+def _label(value: object) -> str:
+    return f"{value:.4g}" if isinstance(value, float) else str(value)
+
+
+def sweep_table(result: SweepResult) -> Table:
+    """One row per point and controller: the assignment, success and cost."""
+    table = Table(title="sweep: means per episode", title_justify="left")
+    paths = list(result.rows[0]["assignment"]) if result.rows else []
+    for path in paths:
+        table.add_column(path.rsplit(".", 1)[-1], justify="right")
+    for column in ("controller", "success", "95% CI", "steps", "tokens", "replans"):
+        table.add_column(column, justify="right")
+    for row in result.rows:
+        for name, s in row["summary"].items():
+            lo, hi = s["success_ci95"]
+            table.add_row(
+                *(_label(row["assignment"][p]) for p in paths),
+                name,
+                f"{s['success_rate']:.1%}",
+                f"{lo:.0%}-{hi:.0%}",
+                f"{s['mean_steps']:.1f}",
+                f"{s['mean_tokens']:,.0f}",
+                f"{s['mean_replans']:.2f}",
+            )
+    return table

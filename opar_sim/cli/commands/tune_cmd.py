@@ -1,0 +1,134 @@
+"""``opar-sim tune SPEC``: search controller gains with Optuna, scored on held-out seeds."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Mapping
+from dataclasses import asdict
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from opar_sim.cli.commands.common import (
+    UsageError,
+    add_executor_flags,
+    default_out,
+    executor_config,
+    int_at_least,
+)
+from opar_sim.cli.render import progress_bar
+from opar_sim.experiment.build import load_spec, parse_spec
+from opar_sim.experiment.edit import with_overrides
+from opar_sim.experiment.executors import open_executor
+from opar_sim.experiment.rundir import prepare_out_dir
+from opar_sim.experiment.tune import TuneResult, apply_params, executor_evaluate, toml_snippet, tune
+from opar_sim.figures import tuning
+from opar_sim.figures.style import save
+
+NAME = "tune"
+HELP = "tune controller gains with Optuna; report train and held-out scores"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("spec", help="experiment spec (TOML) with a [tune] table")
+    parser.add_argument("--trials", type=int_at_least(1), help="override [tune] trials")
+    parser.add_argument("--sampler", choices=("tpe", "cmaes"), help="override [tune] sampler")
+    parser.add_argument("--seed", type=int_at_least(0), help="training seed (default: the spec's)")
+    parser.add_argument("--out", type=Path, help="output directory (default: runs/NAME/TIMESTAMP)")
+    add_executor_flags(parser)
+
+
+def run(args: argparse.Namespace, console: Console) -> int:
+    try:
+        import optuna  # noqa: F401
+    except ImportError:
+        raise UsageError("optuna is not installed: pip install 'opar-sim[tune]'") from None
+    spec = with_overrides(load_spec(args.spec), seed=args.seed)
+    if spec.tune is None:
+        raise UsageError(f"{args.spec}: no [tune] table: nothing to tune")
+    settings = spec.tune.model_copy(
+        update={k: v for k, v in (("trials", args.trials), ("sampler", args.sampler)) if v}
+    )
+    data = spec.model_dump(exclude={"tune", "sweep"})
+    out: Path = args.out or default_out(f"{spec.name}-tune")
+    prepare_out_dir(out)
+    config = executor_config(args)
+    # every trial must be a valid spec: check the corners of the space first
+    for corner in ("low", "high"):
+        params = {
+            p: int(getattr(r, corner)) if r.integer else getattr(r, corner)
+            for p, r in settings.space.items()
+        }
+        parse_spec(apply_params(data, params), f"{args.spec} [tune.space] at {corner}")
+    console.print(
+        f"[bold]{spec.name}[/]: {settings.trials} trials ({settings.sampler}) × "
+        f"{settings.train_episodes} training episodes, held out: {settings.holdout_episodes}"
+    )
+    with open_executor(config) as executor, progress_bar(console, unit="") as bar:
+        job = bar.add_task("trials", total=settings.trials)
+        evaluate = executor_evaluate(data, executor, config.parallelism, parse_spec)
+        result = tune(settings, evaluate, spec.seed, on_trial=lambda _t: bar.advance(job))
+    out.mkdir(parents=True, exist_ok=True)
+    figures = _write(out, spec.name, settings.space, result)
+    console.print(result_table(result))
+    console.print("[bold]best gains[/] (paste into a spec):")
+    console.print(toml_snippet(result.best_params), markup=False)
+    console.print(f"tune directory: [green]{out}[/]")
+    for figure in figures:
+        console.print(f"figure: [green]{figure}[/]")
+    return 0
+
+
+def _write(out: Path, name: str, space: Mapping[str, object], result: TuneResult) -> list[str]:
+    with open(out / "trials.jsonl", "w", encoding="utf-8") as f:
+        for t in result.trials:
+            f.write(json.dumps(asdict(t)) + "\n")
+    (out / "best.toml").write_text(toml_snippet(result.best_params), encoding="utf-8")
+    summary = {
+        "best_params": result.best_params,
+        "best_train_score": result.best_train_score,
+        "holdout": asdict(result.holdout),
+        "importances": result.importances,
+    }
+    (out / "tune.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    numbers = [t.number for t in result.trials]
+    scores = [t.score for t in result.trials]
+    figures = save(
+        tuning.tune_history(numbers, scores, f"{name}: optimisation history"), str(out / "history")
+    )
+    ranked = sorted(space, key=lambda p: -result.importances.get(p, 0.0))
+    if len(ranked) >= 2:
+        a, b = ranked[0], ranked[1]
+        fig = tuning.tune_landscape(
+            [t.params[a] for t in result.trials],
+            [t.params[b] for t in result.trials],
+            scores,
+            (a, b),
+            (result.best_params[a], result.best_params[b]),
+            f"{name}: objective over the two most important gains",
+        )
+        figures += save(fig, str(out / "landscape"))
+    return figures
+
+
+def result_table(result: TuneResult) -> Table:
+    """Training and held-out scores of the best gains against the spec's own."""
+    h = result.holdout
+    lo, hi = h.improvement_ci95
+    table = Table(title="tuning result (objective: lower is better)", title_justify="left")
+    for column in ("gains", "train objective", "held-out objective", "held-out success"):
+        table.add_column(column, justify="right")
+    table.add_row("spec defaults", "", f"{h.default_score:.4f}", f"{h.default_success:.1%}")
+    table.add_row(
+        "tuned (best)",
+        f"{result.best_train_score:.4f}",
+        f"{h.best_score:.4f}",
+        f"{h.best_success:.1%}",
+    )
+    table.caption = (
+        f"held-out improvement {h.improvement:+.4f} (95% CI {lo:+.4f} to {hi:+.4f}, "
+        "paired bootstrap over episodes)"
+    )
+    return table

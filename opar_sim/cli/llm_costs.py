@@ -1,0 +1,30 @@
+"""Printing an LLM run's costs (``llm.json``) after the run's tables."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from rich.console import Console
+
+from opar_sim.experiment.rundir import LLM_SUMMARY_FILE as SUMMARY_FILE
+
+
+def print_llm_costs(out: Path, console: Console) -> None:
+    """Print tokens and seconds per step, cache hits and loop overhead, if the run had an LLM."""
+    path = out / SUMMARY_FILE
+    if not path.is_file():
+        return
+    s = json.loads(path.read_text(encoding="utf-8"))
+    console.print(
+        f"LLM: {s['model_calls']} calls ({s['attempts']} attempts) over {s['steps']} steps; "
+        f"{s['tokens_per_step']:.0f} tokens/step "
+        f"({s['completion_tokens_per_step']:.0f} generated), "
+        f"{s['wall_seconds_per_step']:.2f} s/step wall "
+        f"({s['model_seconds_per_step']:.2f} s in the model), "
+        f"{100 * s['overhead_share']:.2f}% of wall time outside model calls "
+        f"({100 * s['outside_model_share']:.2f}% outside the model's own time); "
+        f"plan cache hits {s['plan_cache_hits']}; errors {s['errors'] or 'none'}"
+    )
+    if s.get("backend_failure"):
+        console.print(f"[red]backend failure[/]: {s['backend_failure']}", highlight=False)

@@ -1,0 +1,187 @@
+"""The comparison tables of a run, as plain rows: rendered by rich in the terminal and as HTML.
+
+``comparison_table`` is what ``opar-sim compare`` prints; ``response_table``
+holds the step-response and oscillation details the report adds.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from dataclasses import dataclass
+
+from rich.table import Table
+
+from opar_sim.analysis.run import RunAnalysis
+
+
+@dataclass(frozen=True)
+class TextTable:
+    """A titled table of formatted cells; the first column names the controller."""
+
+    title: str
+    columns: list[str]
+    rows: list[list[str]]
+    notes: list[str]
+
+    def to_rich(self) -> Table:
+        table = Table(
+            title=self.title,
+            title_justify="left",
+            caption="\n".join(self.notes),
+            caption_justify="left",
+        )
+        for k, column in enumerate(self.columns):
+            if k == 0:
+                table.add_column(column, style="bold", no_wrap=True)
+            else:
+                table.add_column(column, justify="right")
+        for row in self.rows:
+            table.add_row(*row)
+        return table
+
+    def to_html(self) -> str:
+        head = "".join(f"<th>{html.escape(c)}</th>" for c in self.columns)
+        body = "".join(
+            "<tr>" + "".join(f"<td>{html.escape(cell)}</td>" for cell in row) + "</tr>"
+            for row in self.rows
+        )
+        notes = "".join(f"<li>{html.escape(n)}</li>" for n in self.notes)
+        return (
+            f"<table><caption>{html.escape(self.title)}</caption><thead><tr>{head}</tr></thead>"
+            f"<tbody>{body}</tbody></table><ul class='notes'>{notes}</ul>"
+        )
+
+
+def _num(value: float, fmt: str = ".1f") -> str:
+    return "–" if value is None or math.isnan(value) else format(value, fmt)
+
+
+def _pct(value: float) -> str:
+    return "–" if math.isnan(value) else f"{value:.1%}"
+
+
+def comparison_table(analysis: RunAnalysis) -> TextTable:
+    """Success, cost, replanning and stopping errors per controller; regret if an oracle ran."""
+    k = analysis.thrash_k
+    columns = [
+        "controller",
+        "n",
+        "success (95% CI)",
+        "pass^4",
+        "steps",
+        "tokens",
+        "replans",
+        "thrash",
+        "cycles",
+        "premature",
+    ]
+    if analysis.has_oracle:
+        columns.append("regret (pp)")
+    rows = []
+    for name, m in analysis.controllers.items():
+        s = m.success
+        row = [
+            name,
+            str(m.episodes),
+            f"{100 * s.rate:.1f}% ({100 * s.low:.1f}-{100 * s.high:.1f})",
+            _pct(m.pass_k.get(4, math.nan)),
+            _num(m.steps.mean),
+            f"{m.tokens.mean:,.0f}",
+            _num(m.replans.mean, ".2f"),
+            _pct(m.thrash_share),
+            _pct(m.cycle_share),
+            _pct(m.premature_share),
+        ]
+        if analysis.has_oracle:
+            r = m.regret
+            row.append(
+                "–" if r is None else f"{100 * r.mean:+.1f} ({100 * r.low:.1f}-{100 * r.high:.1f})"
+            )
+        rows.append(row)
+    notes = [
+        "success: Wilson 95% interval; pass^4: chance that 4 seeded attempts all succeed "
+        "(τ-bench); steps, tokens, replans: means per episode (REPLAN decisions)",
+        f"thrash: share of REPLANs within {k} steps of the previous one; cycles: episodes "
+        "with an action cycle (a→b→a→b, ...); premature: episodes stopped before the task "
+        "was done",
+    ]
+    if analysis.has_oracle:
+        notes.append(
+            "regret: oracle's success minus this controller's, percentage points, paired on "
+            "the same seeds, bootstrap 95% interval"
+        )
+    return TextTable(_title(analysis, "controllers compared"), columns, rows, notes)
+
+
+def response_table(analysis: RunAnalysis) -> TextTable:
+    """Step response of progress and oscillation of the estimated error, per controller."""
+    columns = [
+        "controller",
+        "rise s",
+        "settle s",
+        "settle step",
+        "settled",
+        "IAE",
+        "est settled",
+        "gap",
+        "end gap",
+        "flips",
+        "osc",
+        "ζ",
+        "dwell",
+    ]
+    if analysis.has_oracle:
+        columns.append("Δtokens")
+    rows = []
+    for name, m in analysis.controllers.items():
+        extra = []
+        if analysis.has_oracle:
+            extra = ["–" if m.token_regret is None else f"{m.token_regret.mean:+,.0f}"]
+        rows.append(
+            [
+                name,
+                _num(m.rise_time),
+                _num(m.settling_time),
+                _num(m.settling_step, ".0f"),
+                _pct(m.settled_share),
+                _num(m.iae),
+                _pct(m.est_settled_share),
+                _num(m.mean_gap, "+.3f"),
+                _num(m.final_gap, "+.3f"),
+                _num(m.sign_changes),
+                _pct(m.oscillating_share),
+                _num(m.damping_ratio, ".2f"),
+                _num(m.mean_dwell),
+                *extra,
+            ]
+        )
+    notes = [
+        "rise (10-90%), settle (2% band) and IAE of the true progress against its goal 1.0, "
+        "in simulated seconds (medians; settling over settled episodes; IAE up to the time "
+        "budget)",
+        "est settled: the agent's own estimate δ_task settled; gap, end gap: mean δ_task - p "
+        "over the steps and at the last step (> 0: over-confident)",
+        "flips: sign changes of the estimated error's trend per episode; osc: "
+        "episodes whose estimate swings through >= 3 peaks; ζ: median damping ratio from the "
+        "logarithmic decrement; dwell: steps between REPLANs",
+    ]
+    if analysis.has_oracle:
+        notes.append("Δtokens: tokens per episode beyond the oracle's, paired on the same seeds")
+    return TextTable(_title(analysis, "convergence and oscillation"), columns, rows, notes)
+
+
+def outcome_table(analysis: RunAnalysis) -> TextTable:
+    """Episodes per outcome (rows) and controller (columns)."""
+    names = list(analysis.controllers)
+    kinds = sorted({k for m in analysis.controllers.values() for k in m.outcomes})
+    rows = [
+        [kind, *(str(analysis.controllers[n].outcomes.get(kind, 0)) for n in names)]
+        for kind in kinds
+    ]
+    return TextTable("outcomes (episodes)", ["outcome", *names], rows, [])
+
+
+def _title(analysis: RunAnalysis, what: str) -> str:
+    name = analysis.spec.name if analysis.spec is not None else analysis.path.name
+    return f"{name}: {what}"

@@ -1,0 +1,73 @@
+"""The Agent protocol shared by the simulated, scripted and LLM agents.
+
+Each phase is a SimPy generator: it yields the events that make simulated time
+pass (thinking, generating tokens) and returns the phase's product.  Token
+spending goes into the episode's ``Cost``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+import simpy
+
+from opar_sim.core.task import Task
+from opar_sim.core.types import Action, ActionResult, Cost, Evaluation, Observation, Plan
+
+Phase = Generator[simpy.Event, Any, Any]
+
+
+class AgentAbort(Exception):
+    """The agent cannot go on (e.g. its LLM backend is unreachable).
+
+    The loop ends the episode with outcome ``error:<reason>``; nothing crashes.
+    """
+
+    def __init__(self, reason: str, message: str = "") -> None:
+        super().__init__(message or reason)
+        self.reason = reason
+
+
+@dataclass(slots=True, frozen=True)
+class ActChoice:
+    """What the Act phase selected: an action, or none with the reason."""
+
+    action: Action | None
+    expert: bool
+    error: str | None = None
+
+
+class Agent(Protocol):
+    """An agent that plans, acts and evaluates its own progress; it never sees p."""
+
+    name: str
+
+    def reset(self, task: Task, rng: np.random.Generator, cost: Cost) -> None: ...
+
+    def observe(
+        self, env: simpy.Environment, task: Task
+    ) -> Generator[simpy.Event, Any, Observation]: ...
+
+    def plan(
+        self, env: simpy.Environment, step: int, fresh: bool, critique: str
+    ) -> Generator[simpy.Event, Any, Plan]: ...
+
+    def act(self, env: simpy.Environment, plan: Plan) -> Generator[simpy.Event, Any, ActChoice]: ...
+
+    def absorb(self, result: ActionResult) -> None:
+        """Append the tool result r_t to the context."""
+        ...
+
+    def evaluate(
+        self, env: simpy.Environment, task: Task, action: Action | None, result: ActionResult
+    ) -> Generator[simpy.Event, Any, Evaluation]: ...
+
+    def max_step_tokens(self, fresh_plan: bool) -> int:
+        """An upper bound on the tokens the next step can spend (for the token budget)."""
+        ...
+
+    @property
+    def context_tokens(self) -> int: ...

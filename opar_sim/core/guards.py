@@ -1,0 +1,285 @@
+"""The convergence guards of the ReAct document, and the spec's ``[guards]`` table.
+
+The document's table (maximum iterations, no improvement for N = 3 rounds,
+confidence ≥ 0.8, time budget, token budget) and its anti-loop techniques
+(a step spending 3× the running mean of tokens, the same action with the same
+result as in the previous two steps, a human-in-the-loop gate), each a small
+``Guard``.  Guards that stop a run never override a TERMINATE the controller
+already chose: stopping is what it asked for, and its outcome (success,
+premature, gave_up) says more than a truncation would.  Only the human gate
+reviews TERMINATE.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+from opar_sim.core.controller import TruthProbe
+from opar_sim.core.supervisor import Guard, GuardAction, Supervisor
+from opar_sim.core.types import ControlSignal, Decision, StepRecord
+
+TERMINATE = ControlSignal.TERMINATE
+
+
+def _stop(reason: str) -> GuardAction:
+    return GuardAction(TERMINATE, reason, truncate=True)
+
+
+class MaxIterations:
+    """Stop after ``limit`` Reflects (the document suggests 5-10; errors rebound past ~8)."""
+
+    name = "max_iterations"
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+
+    def reset(self, rng: np.random.Generator) -> None:
+        """Stateless: the step number is on the record."""
+
+    def check(self, record: StepRecord, decision: Decision) -> GuardAction | None:
+        if record.step >= self.limit and decision.signal is not TERMINATE:
+            return _stop("max_steps")
+        return None
+
+
+class TimeBudget:
+    """Stop once ``seconds`` of simulated time have passed at a Reflect."""
+
+    name = "time_budget"
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+
+    def reset(self, rng: np.random.Generator) -> None:
+        """Stateless: the time is on the record."""
+
+    def check(self, record: StepRecord, decision: Decision) -> GuardAction | None:
+        if record.time >= self.seconds and decision.signal is not TERMINATE:
+            return _stop("time")
+        return None
+
+
+class TokenBudget:
+    """Stop once the episode has spent ``tokens`` (prompt + completion)."""
+
+    name = "token_budget"
+
+    def __init__(self, tokens: int) -> None:
+        self.tokens = tokens
+
+    def reset(self, rng: np.random.Generator) -> None:
+        """Stateless: the cumulative tokens are on the record."""
+
+    def check(self, record: StepRecord, decision: Decision) -> GuardAction | None:
+        if record.tokens >= self.tokens and decision.signal is not TERMINATE:
+            return _stop("tokens")
+        return None
+
+
+class TokenSpike:
+    """Stop when one step spends more than ``factor`` × the running mean of the steps before.
+
+    A sudden jump in a round's tokens means the model may be stuck in a
+    verbose loop (the document's first anti-loop technique).
+    """
+
+    name = "token_spike"
+
+    def __init__(self, factor: float = 3.0) -> None:
+        self.factor = factor
+
+    def reset(self, rng: np.random.Generator) -> None:
+        """Forget the previous steps' spending."""
+        self._total = 0
+        self._steps = 0
+
+    def check(self, record: StepRecord, decision: Decision) -> GuardAction | None:
+        spent = record.tokens - self._total
+        spike = self._steps > 0 and spent > self.factor * self._total / self._steps
+        self._total = record.tokens
+        self._steps += 1
+        if spike and decision.signal is not TERMINATE:
+            return _stop("token_spike")
+        return None
+
+
+class NoImprovement:
+    """Stop when δ_task has not beaten its best for ``patience`` Reflects in a row (N = 3)."""
+
+    name = "no_improvement"
+
+    def __init__(self, patience: int = 3) -> None:
+        self.patience = patience
+
+    def reset(self, rng: np.random.Generator) -> None:
+        """Forget the best estimate and the count."""
+        self._best = -1.0
+        self._without = 0
+
+    def check(self, record: StepRecord, decision: Decision) -> GuardAction | None:
+        estimate = record.evaluation.delta_task if record.evaluation else 0.0
+        if estimate > self._best:
+            self._best = estimate
+            self._without = 0
+        else:
+            self._without += 1
+        if self._without >= self.patience and decision.signal is not TERMINATE:
+            return _stop("no_progress")
+        return None
+
+
+class ConfidenceStop:
+    """TERMINATE as soon as the agent's confidence reaches ``threshold`` (0.8)."""
+
+    name = "confidence"
+
+    def __init__(self, threshold: float = 0.8) -> None:
+        self.threshold = threshold
+
+    def reset(self, rng: np.random.Generator) -> None:
+        """Stateless."""
+
+    def check(self, record: StepRecord, decision: Decision) -> GuardAction | None:
+        evaluation = record.evaluation
+        if evaluation is None or decision.signal is TERMINATE:
+            return None
+        if evaluation.confidence >= self.threshold:
+            return GuardAction(TERMINATE, "confidence")
+        return None
+
+
+class RepeatedAction:
+    """The same action with the same result as in the previous two steps: the loop is stuck.
+
+    The first time, force a REPLAN ("stuck: change tool"); if the same pair
+    comes back ``persist`` more times in a row, stop the run as ``stuck``.
+    """
+
+    name = "repeat"
+
+    def __init__(self, persist: int = 1) -> None:
+        self.persist = persist
+
+    def reset(self, rng: np.random.Generator) -> None:
+        """Forget the last action and result."""
+        self._last: Hashable = None
+        self._streak = 0
+
+    def check(self, record: StepRecord, decision: Decision) -> GuardAction | None:
+        result = record.result
+        # latency differs from call to call; what the agent sees is the text
+        key = (record.action, result.ok, result.text, result.error) if result else None
+        self._streak = self._streak + 1 if key == self._last else 1
+        self._last = key
+        if self._streak < 3 or decision.signal is TERMINATE:
+            return None
+        if self._streak - 3 >= self.persist:
+            return _stop("stuck")
+        if self._streak == 3 and decision.signal is ControlSignal.CONTINUE:
+            return GuardAction(ControlSignal.REPLAN, "stuck: change tool")
+        return None
+
+
+class HumanGate:
+    """A human approver on every TERMINATE and REPLAN: ``latency`` seconds, wrong at ``error_rate``.
+
+    The human knows what the agent cannot: a TERMINATE is right when the task
+    is complete or infeasible, a REPLAN when the plan is bad (its hidden
+    quality below ``bad_plan``).  With probability ``error_rate`` the verdict
+    is the wrong one.  A rejected decision becomes CONTINUE.  Each review
+    makes the loop wait ``latency`` simulated seconds.
+    """
+
+    name = "human"
+
+    def __init__(
+        self, latency: float = 30.0, error_rate: float = 0.05, bad_plan: float = 0.5
+    ) -> None:
+        self.latency = latency
+        self.error_rate = error_rate
+        self.bad_plan = bad_plan
+        self._rng = np.random.default_rng(0)
+        self._truth: TruthProbe | None = None
+
+    def reset(self, rng: np.random.Generator) -> None:
+        """Take the episode's guard stream (a child of its ``controller`` stream)."""
+        self._rng = rng
+
+    def bind_truth(self, probe: TruthProbe) -> None:
+        """The human sees the hidden state: the episode's truth probe."""
+        self._truth = probe
+
+    def check(self, record: StepRecord, decision: Decision) -> GuardAction | None:
+        signal = decision.signal
+        if signal is ControlSignal.CONTINUE:
+            return None
+        if self._truth is None:
+            raise RuntimeError("HumanGate needs the episode's truth probe (bind_truth)")
+        truth = self._truth()
+        if signal is TERMINATE:
+            right = truth.complete or not truth.feasible
+        else:
+            right = truth.plan_quality < self.bad_plan
+        approve = right != (self._rng.random() < self.error_rate)
+        word = signal.value
+        if approve:
+            return GuardAction(signal, f"human: approved {word}", delay=self.latency)
+        return GuardAction(ControlSignal.CONTINUE, f"human: rejected {word}", delay=self.latency)
+
+
+class HumanGateSpec(BaseModel):
+    """``human = {latency = 30.0, error_rate = 0.05}``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    latency: float = Field(30.0, ge=0, allow_inf_nan=False, description="simulated s per review")
+    error_rate: float = Field(0.05, ge=0, le=1, description="chance a verdict is wrong")
+    bad_plan: float = Field(0.5, ge=0, le=1, description="plan quality a human calls bad")
+
+
+class GuardsSpec(BaseModel):
+    """The spec's ``[guards]`` table; a guard left out is off."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    max_iterations: int | None = Field(None, ge=1, description="stop after this many Reflects")
+    time_budget: float | None = Field(None, gt=0, allow_inf_nan=False, description="simulated s")
+    token_budget: int | None = Field(None, ge=1, description="prompt + completion tokens")
+    token_spike: float | None = Field(
+        None, gt=1, allow_inf_nan=False, description="stop when a step spends > this × mean"
+    )
+    no_improvement: int | None = Field(None, ge=1, description="Reflects without a better δ_task")
+    repeat: bool = Field(False, description="REPLAN, then stop as stuck, on repeated action+result")
+    repeat_persist: int = Field(1, ge=1, description="repeats after the forced REPLAN before stuck")
+    confidence: float | None = Field(None, ge=0, le=1, description="TERMINATE at this confidence")
+    human: HumanGateSpec | None = Field(None, description="approver on TERMINATE and REPLAN")
+
+    def guards(self) -> list[Guard]:
+        """The guards this table turns on, stopping rules first and the human gate last."""
+        made: list[Guard] = []
+        if self.max_iterations is not None:
+            made.append(MaxIterations(self.max_iterations))
+        if self.time_budget is not None:
+            made.append(TimeBudget(self.time_budget))
+        if self.token_budget is not None:
+            made.append(TokenBudget(self.token_budget))
+        if self.token_spike is not None:
+            made.append(TokenSpike(self.token_spike))
+        if self.no_improvement is not None:
+            made.append(NoImprovement(self.no_improvement))
+        if self.repeat:
+            made.append(RepeatedAction(self.repeat_persist))
+        if self.confidence is not None:
+            made.append(ConfidenceStop(self.confidence))
+        if self.human is not None:
+            h = self.human
+            made.append(HumanGate(h.latency, h.error_rate, h.bad_plan))
+        return made
+
+    def supervisor(self) -> Supervisor | None:
+        """A Supervisor over these guards, or None when the table turns none on."""
+        guards = self.guards()
+        return Supervisor(guards) if guards else None

@@ -1,0 +1,115 @@
+"""The LLMBackend protocol, its typed errors, and what a call returns."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Generic, Protocol, TypeVar
+
+from pydantic import BaseModel
+
+Message = dict[str, str]
+JsonSchema = dict[str, Any]
+T = TypeVar("T", bound=BaseModel)
+
+
+class LLMError(Exception):
+    """A backend failure, with the episode outcome reason it maps to and what to do."""
+
+    reason = "backend_error"
+
+
+class BackendUnavailable(LLMError):
+    """The backend cannot be reached or cannot serve the model: the episode cannot go on."""
+
+    reason = "backend_unavailable"
+
+
+class ModelMissing(BackendUnavailable):
+    """The server is up but does not have the model."""
+
+
+class BackendTimeout(LLMError):
+    """The backend did not answer within the timeout."""
+
+    reason = "backend_timeout"
+
+
+class BackendHTTPError(LLMError):
+    """The server answered with an error status or an error line."""
+
+    reason = "backend_error"
+
+
+class InvalidOutput(LLMError):
+    """The reply was not JSON matching the schema (or was cut off by the token limit)."""
+
+    reason = "invalid_format"
+
+
+@dataclass(slots=True, frozen=True)
+class Completion:
+    """One raw generation: the text and what it cost.
+
+    ``model_seconds`` is the duration the backend reports (Ollama's
+    ``total_duration``); ``wall_seconds`` is measured around the call.
+    ``done_reason`` is ``"stop"`` or ``"length"`` (truncated by the token limit).
+    """
+
+    text: str
+    prompt_tokens: int
+    completion_tokens: int
+    model_seconds: float
+    wall_seconds: float = 0.0
+    done_reason: str = "stop"
+
+    @property
+    def truncated(self) -> bool:
+        return self.done_reason == "length"
+
+
+@dataclass(slots=True)
+class Reply(Generic[T]):
+    """The outcome of a structured call: the value (None when invalid) and every attempt."""
+
+    value: T | None
+    attempts: list[Completion] = field(default_factory=list)
+    error: str | None = None  # the last validation problem when value is None
+
+    @property
+    def prompt_tokens(self) -> int:
+        return sum(c.prompt_tokens for c in self.attempts)
+
+    @property
+    def completion_tokens(self) -> int:
+        return sum(c.completion_tokens for c in self.attempts)
+
+    @property
+    def model_seconds(self) -> float:
+        return sum(c.model_seconds for c in self.attempts)
+
+    @property
+    def wall_seconds(self) -> float:
+        return sum(c.wall_seconds for c in self.attempts)
+
+
+class LLMBackend(Protocol):
+    """Messages in, a validated pydantic object out."""
+
+    name: str
+    model: str
+
+    def chat(
+        self,
+        messages: Sequence[Message],
+        schema: type[T],
+        *,
+        json_schema: JsonSchema | None = None,
+        seed: int | None = None,
+    ) -> Reply[T]:
+        """Ask for an object of ``schema`` (``json_schema`` overrides the schema sent).
+
+        Raises an ``LLMError`` other than ``InvalidOutput`` when the backend fails;
+        invalid output is returned as a Reply with ``value`` None.
+        """
+        ...

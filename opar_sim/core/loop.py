@@ -1,0 +1,307 @@
+"""Algorithm 1 of the OPAR document as one SimPy process per episode.
+
+Each iteration runs Observe → Plan → Act → Reflect, every phase a
+``yield from`` that lets simulated time pass.  The hard limits hold whatever
+the controller says: at most ``max_steps`` iterations; the simulated clock
+never passes ``time_budget`` (the episode is cut at the deadline); a step is
+never started when its worst-case token spend would break ``token_budget``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import simpy
+
+from opar_sim.core.agent import Agent, AgentAbort
+from opar_sim.core.controller import Controller, ReflectContext, Truth, TruthReader
+from opar_sim.core.guardrail import Guardrail
+from opar_sim.core.limits import Limits
+from opar_sim.core.seeding import streams
+from opar_sim.core.supervisor import Supervisor
+from opar_sim.core.task import Task
+from opar_sim.core.types import (
+    ActionResult,
+    ControlSignal,
+    Cost,
+    Decision,
+    EpisodeResult,
+    Outcome,
+    Plan,
+    StepRecord,
+    outcome_label,
+)
+
+MAX_INVALID_IN_A_ROW = 3
+
+
+@dataclass(slots=True)
+class _Run:
+    steps: list[StepRecord]
+    plan: Plan | None = None  # the plan in force (the truth probe reads its hidden quality)
+    stop: str | None = None  # truncation reason
+    error: str | None = None
+    terminated: bool = False
+
+
+def run_episode(
+    task: Task,
+    agent: Agent,
+    controller: Controller,
+    limits: Limits,
+    seed: np.random.SeedSequence,
+    *,
+    episode: int = 0,
+    supervisor: Supervisor | None = None,
+    guardrail: Guardrail | None = None,
+) -> EpisodeResult:
+    """Run one episode to its outcome; never raises for anything the episode does."""
+    env = simpy.Environment()
+    rngs = streams(seed)
+    task.reset(env, rngs.task, rngs.tools)
+    cost = Cost()
+    agent.reset(task, rngs.agent, cost)
+    controller.reset()
+    run = _Run([])
+    probe = _Probe(task, run)
+    if isinstance(controller, TruthReader):
+        controller.bind_truth(probe)
+    if supervisor is not None:
+        # guards draw (a human approver's errors) from a child of the controller stream
+        supervisor.reset(rngs.controller.spawn(1)[0])
+        supervisor.bind_truth(probe)
+    proc = env.process(
+        _opar(env, task, agent, controller, limits, cost, run, supervisor, guardrail)
+    )
+    try:
+        env.run(until=proc | env.timeout(limits.time_budget))
+    except AgentAbort as exc:  # e.g. an unreachable LLM backend: error:<reason>, no crash
+        run.error = exc.reason
+    if not proc.triggered:
+        run.stop = "time"
+    cost.sim_seconds = env.now
+    return _finish(task, agent, controller, run, cost, episode, _entropy(seed))
+
+
+def sub_episode(
+    env: simpy.Environment,
+    task: Task,
+    agent: Agent,
+    controller: Controller,
+    limits: Limits,
+    seed: np.random.SeedSequence,
+    *,
+    episode: int,
+    name: str,
+) -> Generator[simpy.Event, Any, EpisodeResult]:
+    """Algorithm 3, line 11: a sub-agent's full OPAR episode inside the caller's world.
+
+    A SimPy process in the same environment (same simulated clock); the caller
+    blocks on it, or waits on several with ``AllOf`` when delegation is
+    parallel.  Bounded by ``limits.max_steps`` and ``limits.token_budget``;
+    the caller's own time budget bounds the whole.
+    """
+    rngs = streams(seed)
+    task.reset(env, rngs.task, rngs.tools)
+    cost = Cost()
+    agent.reset(task, rngs.agent, cost)
+    controller.reset()
+    run = _Run([])
+    if isinstance(controller, TruthReader):
+        controller.bind_truth(_Probe(task, run))
+    start = env.now
+    yield env.process(_opar(env, task, agent, controller, limits, cost, run, None))
+    cost.sim_seconds = env.now - start
+    result = _finish(task, agent, controller, run, cost, episode, _entropy(seed))
+    result.agent = name
+    return result
+
+
+def _opar(
+    env: simpy.Environment,
+    task: Task,
+    agent: Agent,
+    controller: Controller,
+    limits: Limits,
+    cost: Cost,
+    run: _Run,
+    supervisor: Supervisor | None,
+    guardrail: Guardrail | None = None,
+) -> Generator[simpy.Event, Any, None]:
+    plan: Plan | None = None
+    fresh = True
+    critique = ""
+    last_reflect: float | None = None
+    plan_age = 0
+    invalid_in_a_row = 0
+    confidence = 0.0  # the agent's confidence at its last Reflect (guardrails read it)
+    for t in range(1, limits.max_steps + 1):
+        if cost.tokens + agent.max_step_tokens(fresh) > limits.token_budget:
+            run.stop = "tokens"
+            return
+        # Observe
+        obs = yield from agent.observe(env, task)
+        # Plan: keep the plan on CONTINUE, make a new one (using the critique) on REPLAN
+        if plan is not None and fresh:
+            cost.replans += 1
+        plan = yield from agent.plan(env, t, fresh, critique)
+        run.plan = plan
+        if fresh:
+            plan_age = 0
+        # Act
+        choice = yield from agent.act(env, plan)
+        # guardrails (issue 6): a high-risk call is reviewed before it runs
+        intercepted = None
+        if guardrail is not None and choice.action is not None:
+            intercepted = guardrail.review(task, choice.action, confidence)
+        if choice.action is None:
+            result = ActionResult(False, "output failed validation", 0.0, choice.error)
+            invalid_in_a_row += 1
+        elif intercepted is not None:
+            invalid_in_a_row = 0
+            result = ActionResult(False, f"intercepted: {intercepted}", 0.0, "intercepted")
+        else:
+            invalid_in_a_row = 0
+            cost.tool_calls += 1
+            result = yield from task.execute(choice.action)
+        agent.absorb(result)
+        # Reflect
+        evaluation = yield from agent.evaluate(env, task, choice.action, result)
+        confidence = evaluation.confidence
+        plan_age += 1
+        now = env.now
+        ctx = ReflectContext(
+            step=t,
+            now=now,
+            dt=0.0 if last_reflect is None else now - last_reflect,
+            plan_age=plan_age,
+            plan_exhausted=plan.exhausted,
+            replans=cost.replans,
+        )
+        last_reflect = now
+        decision = controller.decide(evaluation, ctx)
+        record = StepRecord(
+            step=t,
+            time=now,
+            observation=obs,
+            plan_id=plan.plan_id,
+            plan_quality=plan.quality,
+            action=choice.action,
+            expert=choice.expert,
+            result=result,
+            evaluation=evaluation,
+            decision=decision,
+            progress=task.progress,
+            tokens=cost.tokens,
+            context_tokens=agent.context_tokens,
+            answer=task.answer(),
+            error=choice.error,
+            memory=evaluation.memory_update,
+            intercepted=intercepted,
+        )
+        run.steps.append(record)
+        if supervisor is not None:
+            override = supervisor.review(record, decision)
+            if override is not None:
+                record.guard = override.reason
+                if override.delay > 0:  # a human approver's review takes simulated time
+                    yield env.timeout(override.delay)
+                if override.truncate:
+                    run.stop = override.reason
+                    return
+                if override.signal is not decision.signal:
+                    decision = Decision(
+                        override.signal, f"guard: {override.reason}", decision.terms
+                    )
+                    record.decision = decision
+        if invalid_in_a_row >= MAX_INVALID_IN_A_ROW:
+            run.error = "invalid_format"
+            return
+        if decision.signal is ControlSignal.TERMINATE:
+            run.terminated = True
+            return
+        fresh = decision.signal is ControlSignal.REPLAN
+        critique = evaluation.critique
+    run.stop = "max_steps"
+
+
+class _Probe:
+    """The truth probe of one episode: the hidden state now, for what declares it needs it."""
+
+    __slots__ = ("run", "task")
+
+    def __init__(self, task: Task, run: _Run) -> None:
+        self.task = task
+        self.run = run
+
+    def __call__(self) -> Truth:
+        task, plan = self.task, self.run.plan
+        quality = plan.quality if plan is not None else 0.0
+        return Truth(task.progress, task.complete, task.feasible, quality)
+
+
+def _finish(
+    task: Task,
+    agent: Agent,
+    controller: Controller,
+    run: _Run,
+    cost: Cost,
+    episode: int,
+    seed: int,
+) -> EpisodeResult:
+    if run.terminated:
+        if task.complete:
+            outcome = outcome_label(Outcome.SUCCESS)
+        elif not task.feasible:
+            outcome = outcome_label(Outcome.GAVE_UP)
+        else:
+            outcome = outcome_label(Outcome.PREMATURE)
+    elif run.error is not None:
+        outcome = outcome_label(Outcome.ERROR, run.error)
+    else:
+        outcome = outcome_label(Outcome.TRUNCATED, run.stop or "max_steps")
+    best = _best_step(run)
+    answer = run.steps[best - 1].answer if best is not None else task.answer()
+    # a nested task (Algorithm 3) hands over its sub-agents' episodes
+    subs: list[EpisodeResult] = list(task.sub_episodes)
+    return EpisodeResult(
+        episode=episode,
+        seed=seed,
+        task=task.name,
+        agent=agent.name,
+        controller=controller.name,
+        outcome=outcome,
+        answer=answer,
+        final_progress=task.progress,
+        complete=task.complete,
+        cost=cost,
+        steps=run.steps,
+        best_step=best,
+        sub_episodes=subs,
+    )
+
+
+def _best_step(run: _Run) -> int | None:
+    """The step whose answer is returned: the last on TERMINATE, else best-of-history.
+
+    Best-of-history ranks steps by the agent's own estimate δ_task (it cannot
+    see the truth), the later step winning ties.
+    """
+    if not run.steps:
+        return None
+    if run.terminated:
+        return run.steps[-1].step
+    best = max(
+        run.steps,
+        key=lambda r: (r.evaluation.delta_task if r.evaluation else -1.0, r.step),
+    )
+    return best.step
+
+
+def _entropy(seed: np.random.SeedSequence) -> int:
+    """The run seed an episode's SeedSequence was made from."""
+    entropy = seed.entropy
+    return entropy if isinstance(entropy, int) else 0

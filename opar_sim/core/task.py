@@ -1,0 +1,150 @@
+"""The Task protocol: what the loop and the agents need from a task, and its tools.
+
+A task holds the hidden world state and the ground-truth progress p ∈ [0, 1].
+It exposes typed tools, runs them in simulated time and yields partial
+observations.  Optional hooks (``disturb``, ``violates``, ``sub_episodes``)
+are declared members with neutral defaults in ``environments.base.SimTask``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol, runtime_checkable
+
+import numpy as np
+import simpy
+from pydantic import BaseModel, ValidationError
+
+from opar_sim.core.types import Action, ActionResult, EpisodeResult, Observation, PlanStep
+
+Risk = Literal["low", "high"]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSpec:
+    """A tool the agent may call: its name, argument schema and risk level."""
+
+    name: str
+    description: str
+    args: type[BaseModel]
+    risk: Risk = "low"
+    # waits on other agents (a team's delegation): per-call API timeouts do not apply
+    blocking: bool = False
+
+    def validate(self, action: Action) -> str | None:
+        """Return why ``action`` does not fit this tool's schema, or None if it does."""
+        key = (self.args, action)
+        try:
+            if key in _VALIDATED:
+                return _VALIDATED[key]
+        except TypeError:  # unhashable argument values: validate every time
+            return self._validate(action)
+        problem = self._validate(action)
+        if len(_VALIDATED) < 4096:
+            _VALIDATED[key] = problem
+        return problem
+
+    def _validate(self, action: Action) -> str | None:
+        try:
+            self.args.model_validate(dict(action.args))
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"]) or "args"
+            return f"{self.name}: {where}: {first['msg']}"
+        return None
+
+
+# Validation verdicts of recently seen actions: the simulated agent proposes the same
+# few actions over and over, and pydantic validation would dominate a step's cost.
+_VALIDATED: dict[tuple[type[BaseModel], Action], str | None] = {}
+
+
+TaskEvent = Generator[simpy.Event, Any, ActionResult]
+
+
+@runtime_checkable
+class Task(Protocol):
+    """What the loop and the agents need from a task."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def goal(self) -> str: ...
+
+    @property
+    def tools(self) -> Mapping[str, ToolSpec]: ...
+
+    def reset(
+        self, env: simpy.Environment, rng: np.random.Generator, tool_rng: np.random.Generator
+    ) -> Observation: ...
+
+    def observe(self) -> Observation: ...
+
+    def execute(self, action: Action) -> TaskEvent: ...
+
+    @property
+    def progress(self) -> float: ...
+
+    @property
+    def complete(self) -> bool: ...
+
+    @property
+    def feasible(self) -> bool: ...
+
+    def expert_action(self) -> Action: ...
+
+    def wrong_actions(self) -> Sequence[Action]: ...
+
+    def plan_template(self) -> tuple[PlanStep, ...]: ...
+
+    def answer(self) -> str: ...
+
+    def disturb(self, rng: np.random.Generator) -> str | None:
+        """Change the hidden world at random; say what changed, or None (the default)."""
+        ...
+
+    def violates(self, action: Action) -> str | None:
+        """The goal's constraint that ``action`` visibly breaks, or None (the default)."""
+        ...
+
+    @property
+    def sub_episodes(self) -> Sequence[EpisodeResult]:
+        """The episodes of the sub-agents this task ran (Algorithm 3); empty by default."""
+        ...
+
+
+SubEpisode = Generator[simpy.Event, Any, EpisodeResult]
+
+
+class SubAgentRunner(Protocol):
+    """Runs a sub-agent's full OPAR episode inside the caller's world (Algorithm 3, line 11).
+
+    Implemented on the agent side (``opar_sim.agents.orchestrator``); a task
+    that delegates (``DelegatingTask``) is handed one before its episode runs.
+    """
+
+    def run(
+        self,
+        env: simpy.Environment,
+        task: Task,
+        *,
+        controller: str,
+        max_steps: int,
+        token_budget: int,
+        seed: np.random.SeedSequence,
+        episode: int,
+        name: str,
+    ) -> SubEpisode:
+        """A SimPy process body: the sub-agent's episode on ``task``, in ``env``'s clock."""
+        ...
+
+
+@runtime_checkable
+class DelegatingTask(Protocol):
+    """A task whose tools delegate work to sub-agents (the ``team`` task)."""
+
+    def bind_sub_agents(self, runner: SubAgentRunner) -> None:
+        """Receive the runner of the sub-agents' episodes."""
+        ...

@@ -1,0 +1,110 @@
+"""Chunks of episodes: the unit of work sent to an executor.
+
+A chunk names the resolved spec (as JSON, so it pickles small and hashes),
+one controller of it and a range of episode indices.  A worker rebuilds the
+components from the spec (cached per process), runs the episodes and sends
+back their lines, ready to append to the run directory.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from opar_sim.core.reflexion import run_attempts
+from opar_sim.core.seeding import episode_seed
+from opar_sim.experiment.build import Components, build
+from opar_sim.experiment.rundir import call_lines, episode_lines
+from opar_sim.experiment.spec import ExperimentSpec
+
+_BUILT: dict[str, tuple[ExperimentSpec, Components]] = {}
+
+
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    """Episodes ``start``..``stop - 1`` of controller number ``controller`` of a spec."""
+
+    spec_json: str
+    controller: int
+    start: int
+    stop: int
+    with_steps: bool = True
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.start < self.stop:
+            raise ValueError("a chunk needs 0 <= start < stop")
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkResult:
+    """The lines of a chunk's episodes and steps, in episode order."""
+
+    chunk: Chunk
+    episodes: str
+    steps: str
+    calls: str = ""  # LLM agents: calls.jsonl lines (issue 7)
+
+
+def _components(spec_json: str) -> tuple[ExperimentSpec, Components]:
+    cached = _BUILT.get(spec_json)
+    if cached is None:
+        spec = ExperimentSpec.model_validate_json(spec_json)
+        if len(_BUILT) >= 16:
+            _BUILT.clear()
+        cached = _BUILT[spec_json] = (spec, build(spec))
+    return cached
+
+
+def run_chunk(chunk: Chunk) -> ChunkResult:
+    """Run a chunk's episodes; module-level so every executor can pickle it."""
+    spec, parts = _components(chunk.spec_json)
+    task = parts.make_task()
+    agent = parts.make_agent()
+    controller = parts.controllers[chunk.controller][1]()
+    supervisor = parts.make_supervisor()  # the [guards] table; reset every episode
+    episode_text: list[str] = []
+    step_text: list[str] = []
+    call_text: list[str] = []
+    drain_calls = getattr(agent, "drain_calls", None)  # LLM agents log their model calls
+    for i in range(chunk.start, chunk.stop):
+        started = time.perf_counter()
+        # issue 6: Reflexion attempts (1 by default) and guardrails (None by default)
+        tries = run_attempts(
+            task,
+            agent,
+            controller,
+            parts.limits,
+            episode_seed(spec.seed, i),
+            attempts=spec.reflexion.attempts,
+            keep=spec.reflexion.keep,
+            episode=i,
+            guardrail=parts.guardrail,
+            supervisor=supervisor,
+        )
+        if drain_calls is not None:
+            call_text.append(call_lines(drain_calls(), tries, time.perf_counter() - started))
+        for result in tries:
+            episode, steps = episode_lines(result)
+            episode_text.append(episode)
+            if chunk.with_steps:
+                step_text.append(steps)
+    return ChunkResult(chunk, "".join(episode_text), "".join(step_text), "".join(call_text))
+
+
+def plan_chunks(
+    spec: ExperimentSpec, skip: int = 0, parallelism: int = 1, with_steps: bool = True
+) -> list[Chunk]:
+    """All chunks of a spec in file order (controller, then episode), after ``skip`` episodes.
+
+    Chunks are small enough to keep every worker busy and to stream results,
+    and large enough that sending them costs little next to running them.
+    """
+    spec_json = spec.model_dump_json()
+    size = max(1, min(50, spec.episodes // (8 * parallelism) or 1))
+    chunks: list[Chunk] = []
+    for c in range(len(spec.controller_list())):
+        first = max(0, skip - c * spec.episodes)
+        for start in range(first, spec.episodes, size):
+            stop = min(spec.episodes, start + size)
+            chunks.append(Chunk(spec_json, c, start, stop, with_steps))
+    return chunks

@@ -1,0 +1,104 @@
+"""The one way to change a spec: dotted-path edits, validated once.
+
+Command-line overrides, sweep points, tuning trials, compare's controller
+lists, the studies' arms and calibration all change a spec through
+``set_path`` and ``apply_changes``.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from typing import Any
+
+from opar_sim.experiment.build import parse_spec
+from opar_sim.experiment.grid import SweepPoint, grid, set_path
+from opar_sim.experiment.spec import ExperimentSpec, SpecError
+
+
+def changed(data: Mapping[str, Any], changes: Mapping[str, Any]) -> dict[str, Any]:
+    """A deep copy of spec data with each ``dotted.path: value`` set (None removes the key).
+
+    Args:
+        data: Spec data, e.g. ``spec.model_dump()``.
+        changes: Dotted paths and their new values.
+
+    Returns:
+        The changed copy; ``data`` is untouched.
+    """
+    out = copy.deepcopy(dict(data))
+    for path, value in changes.items():
+        if value is None:
+            *parents, leaf = path.split(".")
+            node: Any = out
+            for key in parents:
+                node = node.get(key, {})
+            if isinstance(node, dict):
+                node.pop(leaf, None)
+        else:
+            set_path(out, path, value)
+    return out
+
+
+def apply_changes(
+    spec: ExperimentSpec | Mapping[str, Any], changes: Mapping[str, Any], source: str
+) -> ExperimentSpec:
+    """The spec with ``changes`` applied, validated and built.
+
+    Args:
+        spec: A spec, or spec data.
+        changes: Dotted paths and their new values (None removes the key).
+        source: Where the changes came from, for the error message.
+
+    Returns:
+        The changed spec.
+    """
+    data = spec.model_dump() if isinstance(spec, ExperimentSpec) else spec
+    try:
+        new = changed(data, changes)
+    except ValueError as exc:
+        raise SpecError(f"{source}: {exc}") from None
+    return parse_spec(new, source)
+
+
+def sweep_points(
+    spec: ExperimentSpec, source: str = "spec"
+) -> list[tuple[SweepPoint, ExperimentSpec]]:
+    """The sweep grid of ``spec``, each point validated; errors name the sweep path."""
+    if not spec.sweep:
+        raise SpecError(f"{source}: no [sweep] table: nothing to sweep")
+    try:
+        points = grid(spec.model_dump(), spec.sweep)
+    except ValueError as exc:
+        raise SpecError(f"{source}: sweep: {exc}") from None
+    out = []
+    for point in points:
+        where = ", ".join(f"{k} = {v!r}" for k, v in point.assignment.items())
+        try:
+            out.append((point, parse_spec(point.data, f"sweep point {where}")))
+        except SpecError as exc:
+            raise SpecError(f"{source}: {exc}") from None
+    return out
+
+
+def with_overrides(
+    spec: ExperimentSpec,
+    *,
+    episodes: int | None = None,
+    seed: int | None = None,
+    controller: str | None = None,
+    agent: str | None = None,
+) -> ExperimentSpec:
+    """Apply command-line overrides; a new controller or agent kind keeps no old parameters."""
+    changes: dict[str, Any] = {}
+    if agent is not None and agent != spec.agent.kind:
+        changes |= {"agent.kind": agent, "agent.params": {}}
+    if episodes is not None:
+        changes["episodes"] = episodes
+    if seed is not None:
+        changes["seed"] = seed
+    if controller is not None and controller != spec.controller.name:
+        changes |= {"controller": {"name": controller, "params": {}}, "compare": []}
+    if not changes:
+        return spec
+    return apply_changes(spec, changes, "command line")

@@ -1,0 +1,75 @@
+"""The run directory, and its one owner: file names, rows, the episode key, reading, writing, resume.
+
+Every part of opar-sim that writes or reads a run's files does it through
+this package: the runner writes through ``RunWriter``; summary, analysis,
+replay, calibration, tuning and the studies read through ``read_jsonl``,
+``iter_episodes``, ``iter_steps`` and ``iter_traces``.
+"""
+
+from opar_sim.experiment.rundir.calls import call_lines, summarize, write_summary
+from opar_sim.experiment.rundir.files import (
+    CALLS_FILE,
+    EPISODES_FILE,
+    LLM_SUMMARY_FILE,
+    RUN_FILES,
+    SPEC_FILE,
+    STEPS_FILE,
+    SUMMARY_FILE,
+    RunDirError,
+    RunWriter,
+    check_run_dir,
+    iter_episodes,
+    iter_steps,
+    prepare_out_dir,
+    read_jsonl,
+    read_spec,
+    resume_point,
+    rows,
+    write_json,
+    write_spec,
+)
+from opar_sim.experiment.rundir.rows import (
+    SCHEMA_VERSION,
+    EpisodeKey,
+    episode_key,
+    episode_lines,
+    episode_row,
+    step_row,
+    to_line,
+)
+from opar_sim.experiment.rundir.traces import EpisodeTrace, find_trace, iter_traces
+
+__all__ = [
+    "CALLS_FILE",
+    "EPISODES_FILE",
+    "LLM_SUMMARY_FILE",
+    "RUN_FILES",
+    "SCHEMA_VERSION",
+    "SPEC_FILE",
+    "STEPS_FILE",
+    "SUMMARY_FILE",
+    "EpisodeKey",
+    "EpisodeTrace",
+    "RunDirError",
+    "RunWriter",
+    "call_lines",
+    "check_run_dir",
+    "episode_key",
+    "episode_lines",
+    "episode_row",
+    "find_trace",
+    "iter_episodes",
+    "iter_steps",
+    "iter_traces",
+    "prepare_out_dir",
+    "read_jsonl",
+    "read_spec",
+    "resume_point",
+    "rows",
+    "step_row",
+    "summarize",
+    "to_line",
+    "write_json",
+    "write_spec",
+    "write_summary",
+]

@@ -1,0 +1,127 @@
+"""The on-disk form of episodes and steps: one JSON object per line.
+
+Field names here are the file format every reader (plots, reports, outside
+checks) relies on; keep them stable.  ``SCHEMA_VERSION`` names this layout of
+the rows; a change to a field's name or meaning raises it.  ``episode_key`` is
+the one key of an episode (and of each of its steps) across every reader.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from opar_sim.core.types import EpisodeResult, StepRecord
+
+SCHEMA_VERSION = 1
+
+EpisodeKey = tuple[str, int, int]
+
+
+def episode_key(row: dict[str, Any]) -> EpisodeKey:
+    """(controller, episode, attempt) of an episodes.jsonl or steps.jsonl row.
+
+    Reflexion runs attempt an episode seed several times (``attempt`` 1, 2, ...);
+    each attempt is a unit of its own.  A sub-agent's steps carry the key of the
+    episode they belong to.
+
+    Args:
+        row: A parsed line of ``episodes.jsonl`` or ``steps.jsonl``.
+
+    Returns:
+        The key, equal for an episode's row and all of its steps' rows.
+    """
+    return (str(row.get("controller", "")), int(row["episode"]), int(row.get("attempt") or 1))
+
+
+def step_row(result: EpisodeResult, rec: StepRecord) -> dict[str, Any]:
+    """The steps.jsonl row of one step of an episode."""
+    action, res, ev, dec = rec.action, rec.result, rec.evaluation, rec.decision
+    return {
+        "episode": result.episode,
+        "agent": result.agent,
+        "controller": result.controller,
+        "step": rec.step,
+        "time": rec.time,
+        "observation": rec.observation.text,
+        "visible_progress": rec.observation.visible_progress,
+        "world_changed": rec.observation.world_changed,
+        "plan_id": rec.plan_id,
+        "plan_quality": rec.plan_quality,
+        "action": action.label() if action else None,
+        "tool": action.tool if action else None,
+        "expert": rec.expert,
+        "ok": res.ok if res else None,
+        "result": res.text if res else None,
+        "latency": res.latency if res else None,
+        "tool_error": res.error if res else None,
+        "delta_task": ev.delta_task if ev else None,
+        "delta_act": ev.delta_act if ev else None,
+        "delta_plan": ev.delta_plan if ev else None,
+        "confidence": ev.confidence if ev else None,
+        "critique": ev.critique if ev else None,
+        "signal": dec.signal.value if dec else None,
+        "reason": dec.reason if dec else None,
+        "terms": dec.terms if dec else {},
+        "progress": rec.progress,
+        "tokens": rec.tokens,
+        "context_tokens": rec.context_tokens,
+        "answer": rec.answer,
+        "error": rec.error,
+        "guard": rec.guard,
+        "memory": rec.memory,
+        "intercepted": rec.intercepted,
+        "attempt": result.attempt,
+    }
+
+
+def episode_row(result: EpisodeResult) -> dict[str, Any]:
+    """The episodes.jsonl row of an episode."""
+    c = result.cost
+    return {
+        "episode": result.episode,
+        "seed": result.seed,
+        "task": result.task,
+        "agent": result.agent,
+        "controller": result.controller,
+        "outcome": result.outcome,
+        "success": result.success,
+        "steps": len(result.steps),
+        "answer": result.answer,
+        "best_step": result.best_step,
+        "final_progress": result.final_progress,
+        "complete": result.complete,
+        "prompt_tokens": c.prompt_tokens,
+        "completion_tokens": c.completion_tokens,
+        "tokens": c.tokens,
+        "llm_calls": c.llm_calls,
+        "sim_seconds": c.sim_seconds,
+        "tool_calls": c.tool_calls,
+        "replans": c.replans,
+        # a nested run's sub-agents spend on top of the orchestrator's own tokens
+        "sub_tokens": sum(sub.cost.tokens for sub in result.sub_episodes),
+        "attempt": result.attempt,
+    }
+
+
+def to_line(row: dict[str, Any]) -> str:
+    """One JSON line, deterministic for the same row (orjson: compact, UTF-8)."""
+    return orjson.dumps(row, option=orjson.OPT_APPEND_NEWLINE).decode()
+
+
+def episode_lines(result: EpisodeResult) -> tuple[str, str]:
+    """(the episode's line, all its step lines), sub-agents' steps included."""
+    steps = "".join(to_line(step_row(result, rec)) for rec in result.steps)
+    for sub in result.sub_episodes:
+        for rec in sub.steps:
+            # a sub-agent's step belongs to the parent's episode: same controller and
+            # episode keys, its own agent name, the parent named, its own Reflect law kept
+            row = step_row(sub, rec)
+            row["controller"] = result.controller
+            row["episode"] = result.episode
+            row["parent"] = result.agent
+            row["sub_controller"] = sub.controller
+            row["sub_run"] = sub.episode  # the n-th sub-agent this episode launched
+            steps += to_line(row)
+    return to_line(episode_row(result)), steps

@@ -1,0 +1,166 @@
+"""Run an experiment: chunks of episodes on an executor, streamed to a run directory.
+
+Chunks may finish in any order; they are written in episode order, each
+chunk's steps before its episode lines, and flushed at once, so the files are
+identical whatever the executor, and an interrupted run keeps every finished
+episode.  ``resume=True`` cuts a half-written tail and runs only what is
+missing.  Memory does not grow with the number of episodes.  The files
+themselves belong to ``opar_sim.experiment.rundir``; figures are drawn by
+their callers (``opar_sim.figures``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import FIRST_COMPLETED, Executor, Future, wait
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from opar_sim.analysis.summary import Summary
+from opar_sim.experiment.build import build
+from opar_sim.experiment.chunks import Chunk, ChunkResult, plan_chunks, run_chunk
+from opar_sim.experiment.executors import SerialExecutor
+from opar_sim.experiment.rundir import (
+    SPEC_FILE,
+    SUMMARY_FILE,
+    RunWriter,
+    episode_key,
+    iter_episodes,
+    prepare_out_dir,
+    resume_point,
+    write_json,
+    write_spec,
+)
+from opar_sim.experiment.rundir import write_summary as write_llm_summary
+from opar_sim.experiment.spec import ExperimentSpec, SpecError
+
+
+@dataclass
+class RunResult:
+    """What a finished run wrote and its per-controller summary."""
+
+    out: Path
+    summary: dict[str, dict[str, Any]]
+    resumed_from: int = 0  # episodes already on disk when the run started
+
+
+def run_experiment(
+    spec: ExperimentSpec,
+    out: Path,
+    *,
+    executor: Executor | None = None,
+    parallelism: int = 1,
+    resume: bool = False,
+    on_progress: Callable[[int], None] | None = None,
+) -> RunResult:
+    """Run every episode of ``spec`` (every controller, same seeds) into ``out``."""
+    if resume and not (out / SPEC_FILE).is_file():
+        raise SpecError(f"--resume: {out} holds no run to resume")
+    return run_many(
+        [(spec, out)],
+        executor=executor,
+        parallelism=parallelism,
+        resume=resume,
+        on_progress=on_progress,
+    )[0]
+
+
+def run_many(
+    runs: Sequence[tuple[ExperimentSpec, Path]],
+    *,
+    executor: Executor | None = None,
+    parallelism: int = 1,
+    resume: bool = False,
+    on_progress: Callable[[int], None] | None = None,
+    on_run: Callable[[int], None] | None = None,
+) -> list[RunResult]:
+    """Run several experiments as one stream of chunks, each into its own directory.
+
+    The executor stays busy across run boundaries (a sweep's points do not wait
+    for each other); each run's files are still written in episode order.
+    ``on_run(i)`` is called when run ``i`` starts writing.
+    """
+    for spec, _ in runs:
+        build(spec)  # every error surfaces before anything is written
+    # resuming, a run not started yet simply starts (a sweep point the kill never reached)
+    done: list[int] = [
+        resume_point(spec, out) if resume and (out / SPEC_FILE).is_file() else 0
+        for spec, out in runs
+    ]
+    for spec, out in runs:
+        if not (resume and (out / SPEC_FILE).is_file()):
+            prepare_out_dir(out)
+            out.mkdir(parents=True, exist_ok=True)
+            write_spec(out, spec)
+    already = sum(done)
+    if on_progress is not None and already:
+        on_progress(already)
+    chunks: list[Chunk] = []
+    owner: list[int] = []
+    for index, ((spec, _), skip) in enumerate(zip(runs, done, strict=True)):
+        planned = plan_chunks(spec, skip=skip, parallelism=parallelism)
+        chunks += planned
+        owner += [index] * len(planned)
+    writer = RunWriter(runs, on_run)
+    try:
+        stream = run_in_order(executor or SerialExecutor(), chunks, 2 * parallelism + 1)
+        for index, result in zip(owner, stream, strict=True):
+            writer.write(index, result.episodes, result.steps, result.calls)
+            if on_progress is not None:
+                on_progress(result.chunk.stop - result.chunk.start)
+    finally:
+        writer.close()
+    return [
+        finish_run(spec, out, resumed_from=skip)
+        for (spec, out), skip in zip(runs, done, strict=True)
+    ]
+
+
+def finish_run(spec: ExperimentSpec, out: Path, *, resumed_from: int = 0) -> RunResult:
+    """Write summary.json (and llm.json for LLM runs) from the files on disk.
+
+    Args:
+        spec: The spec the run was made from.
+        out: The run directory.
+        resumed_from: Episodes that were already on disk when the run started.
+
+    Returns:
+        The run's directory and per-controller summary.
+    """
+    summary = Summary()
+    last: dict[str, Any] | None = None
+    for row in iter_episodes(out):
+        # with Reflexion attempts an episode seed has several rows, in attempt order;
+        # the summary judges each seed by its last attempt
+        if last is not None and episode_key(last)[:2] != episode_key(row)[:2]:
+            summary.add_row(last)
+        last = row
+    if last is not None:
+        summary.add_row(last)
+    table = summary.as_dict()
+    write_json(out / SUMMARY_FILE, table)
+    write_llm_summary(out)  # llm.json, for runs with an LLM agent
+    return RunResult(out, table, resumed_from)
+
+
+def run_in_order(executor: Executor, chunks: list[Chunk], in_flight: int) -> Iterator[ChunkResult]:
+    """Run chunks on ``executor`` keeping at most ``in_flight`` pending; yield them in order."""
+    pending: dict[Future[ChunkResult], int] = {}
+    ready: dict[int, ChunkResult] = {}
+    next_submit = next_yield = 0
+    try:
+        while next_yield < len(chunks):
+            while next_submit < len(chunks) and len(pending) + len(ready) < in_flight:
+                pending[executor.submit(run_chunk, chunks[next_submit])] = next_submit
+                next_submit += 1
+            if next_yield not in ready:
+                finished, _ = wait(pending, return_when=FIRST_COMPLETED)
+                for future in finished:
+                    ready[pending.pop(future)] = future.result()
+                continue
+            yield ready.pop(next_yield)
+            next_yield += 1
+    finally:
+        for future in pending:
+            future.cancel()

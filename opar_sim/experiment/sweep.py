@@ -1,0 +1,92 @@
+"""Run a sweep: every grid point as a run directory under one sweep directory.
+
+``OUT/sweep.json`` names the base spec and the points; ``OUT/<point>/`` is an
+ordinary run directory.  All points' chunks go to one executor as a
+single stream, so workers stay busy across points; each point's files are
+written in episode order.  With ``resume`` finished points are kept,
+a half-finished one is completed, and the rest run.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from concurrent.futures import Executor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from opar_sim.experiment.edit import sweep_points
+from opar_sim.experiment.grid import SweepPoint
+from opar_sim.experiment.rundir import prepare_out_dir, write_json
+from opar_sim.experiment.runner import run_many
+from opar_sim.experiment.spec import ExperimentSpec, SpecError
+
+
+@dataclass
+class SweepResult:
+    """Per point: its assignment and its per-controller summary."""
+
+    out: Path
+    rows: list[dict[str, Any]]
+
+
+def run_sweep(
+    spec: ExperimentSpec,
+    out: Path,
+    *,
+    executor: Executor,
+    parallelism: int,
+    resume: bool = False,
+    on_point: Callable[[SweepPoint], None] | None = None,
+    on_progress: Callable[[int], None] | None = None,
+    points: list[tuple[SweepPoint, ExperimentSpec]] | None = None,
+) -> SweepResult:
+    """Run every point of ``spec``'s sweep into ``out``.
+
+    Args:
+        spec: The spec with its ``[sweep]`` table.
+        out: The sweep directory.
+        executor: Where the chunks run.
+        parallelism: How many chunks may run at once.
+        resume: Keep finished points and complete the rest.
+        on_point: Called when a point starts writing.
+        on_progress: Called with the number of episodes each finished chunk adds.
+        points: The grid, when the caller already made it (``sweep_points``).
+
+    Returns:
+        Each point's assignment and per-controller summary.
+    """
+    if points is None:
+        points = sweep_points(spec)
+    manifest = {
+        "spec": spec.model_dump(),
+        "points": [{"name": p.name, "assignment": p.assignment} for p, _ in points],
+    }
+    index = out / "sweep.json"
+    if resume:
+        if not index.is_file():
+            raise SpecError(f"--resume: {out} holds no sweep to resume")
+        if json.loads(index.read_text(encoding="utf-8")) != json.loads(json.dumps(manifest)):
+            raise SpecError(f"--resume: the sweep differs from the one that started {out}")
+    else:
+        if index.exists():
+            raise SpecError(f"--out {out} already holds a sweep; use --resume or another directory")
+        prepare_out_dir(out)
+        out.mkdir(parents=True, exist_ok=True)
+        write_json(index, manifest)
+    targets = [(point_spec, out / point.name) for point, point_spec in points]
+    results = run_many(
+        targets,
+        executor=executor,
+        parallelism=parallelism,
+        resume=resume,
+        on_progress=on_progress,
+        on_run=(lambda i: on_point(points[i][0])) if on_point is not None else None,
+    )
+    rows = [
+        {"point": point.name, "assignment": point.assignment, "summary": result.summary}
+        for (point, _), result in zip(points, results, strict=True)
+    ]
+    write_json(out / "sweep_summary.json", rows)
+    return SweepResult(out, rows)

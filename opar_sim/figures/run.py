@@ -1,0 +1,46 @@
+"""The figures a run writes when it finishes: convergence, and Reflexion's learning curve."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from opar_sim.core.reflexion import success_by_attempt
+from opar_sim.experiment.rundir import EpisodeTrace, iter_episodes, iter_traces
+from opar_sim.experiment.spec import ExperimentSpec
+from opar_sim.figures.convergence import convergence_figure
+from opar_sim.figures.memory import learning_curve_figure
+from opar_sim.figures.style import save
+
+FIGURE_EPISODES = 2000  # episodes per controller drawn in the convergence figure
+
+
+def write_run_figures(spec: ExperimentSpec, out: Path) -> list[str]:
+    """Draw ``progress.png`` (and ``learning_curve.png`` for Reflexion runs) from the files.
+
+    Args:
+        spec: The spec the run was made from.
+        out: The run directory.
+
+    Returns:
+        The paths written.
+    """
+    traces: dict[str, list[EpisodeTrace]] = {}
+    for trace in iter_traces(out):
+        kept = traces.setdefault(trace.controller, [])
+        if len(kept) < FIGURE_EPISODES:
+            kept.append(trace)
+    title = f"{spec.name}: progress per loop iteration ({spec.episodes} episodes each)"
+    written = save(convergence_figure(traces, title), str(out / "progress"))
+    if spec.reflexion.attempts > 1:
+        rows: dict[str, list[tuple[int, int, bool]]] = {}
+        for row in iter_episodes(out):
+            rows.setdefault(str(row["controller"]), []).append(
+                (int(row["episode"]), int(row.get("attempt", 1)), bool(row["success"]))
+            )
+        curves: dict[str, Sequence[float]] = {
+            name: success_by_attempt(r, spec.reflexion.attempts) for name, r in rows.items()
+        }
+        fig = learning_curve_figure(curves, f"{spec.name}: success by attempt")
+        written += save(fig, str(out / "learning_curve"))
+    return written
