@@ -15,7 +15,7 @@ from controllers.pid import CognitivePID
 from controllers.registry import describe, make, names, register
 from controllers.stall_counter import StallCounter
 from controllers.threshold import ThresholdReflector
-from opar_sim.core.controller import Controller, ReflectContext, Truth
+from opar_sim.core.controller import Controller, ReflectContext, Truth, TruthProbe, TruthReader
 
 register("pid", CognitivePID)
 register("threshold", ThresholdReflector)
@@ -38,6 +38,8 @@ __all__ = [
     "StallCounter",
     "ThresholdReflector",
     "Truth",
+    "TruthProbe",
+    "TruthReader",
     "check_controller",
     "describe",
     "make",

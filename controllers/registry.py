@@ -1,61 +1,80 @@
-"""The controller registry: ``make(name, **params)``, built-ins and entry points."""
+"""The controller registry: ``make(name, **params)``, built-ins and entry points.
+
+A thin layer over ``opar_sim.core.registry.Registry``: ``CONTROLLERS`` holds
+the factories; other installed packages add controllers through the
+``opar_sim.controllers`` entry-point group, read once on the first lookup.
+"""
 
 from __future__ import annotations
 
-import inspect
-from collections.abc import Callable
+import sys
+import types
+from collections.abc import Callable, Iterable
 from importlib.metadata import entry_points
 from typing import Any
 
 from opar_sim.core.controller import Controller
+from opar_sim.core.registry import EntryPointLike, Registry
 
 ENTRY_POINT_GROUP = "opar_sim.controllers"
 
 ControllerFactory = Callable[..., Controller]
 
-_REGISTRY: dict[str, ControllerFactory] = {}
-_loaded_plugins = False
+
+def _entry_points(*, group: str) -> Iterable[EntryPointLike]:
+    # Looks ``entry_points`` up in this module on every call, so it can be replaced here.
+    found: Iterable[EntryPointLike] = entry_points(group=group)
+    return found
+
+
+CONTROLLERS: Registry[Controller] = Registry(
+    "controller", entry_point_group=ENTRY_POINT_GROUP, entry_points=_entry_points
+)
 
 
 def register(name: str, factory: ControllerFactory) -> None:
     """Register a controller factory under ``name`` (re-registering replaces it)."""
-    _REGISTRY[name] = factory
-
-
-def _load_plugins() -> None:
-    """Find controllers that other installed packages declare as entry points."""
-    global _loaded_plugins
-    if _loaded_plugins:
-        return
-    _loaded_plugins = True
-    for ep in entry_points(group=ENTRY_POINT_GROUP):
-        if ep.name not in _REGISTRY:
-            _REGISTRY[ep.name] = ep.load()
+    CONTROLLERS.register(name, factory)
 
 
 def names() -> list[str]:
     """The registered controller names, sorted."""
-    _load_plugins()
-    return sorted(_REGISTRY)
+    return CONTROLLERS.names()
 
 
 def describe(name: str) -> str:
     """The first line of a controller's docstring."""
-    doc = inspect.getdoc(_REGISTRY[name]) or ""
-    return doc.splitlines()[0] if doc else ""
+    return CONTROLLERS.describe(name)
 
 
 def make(name: str, **params: Any) -> Controller:
     """Build a registered controller; unknown names and bad parameters raise ValueError."""
-    _load_plugins()
-    factory = _REGISTRY.get(name)
-    if factory is None:
-        raise ValueError(f"unknown controller {name!r} (known: {', '.join(names())})")
-    try:
-        inspect.signature(factory).bind(**params)
-    except TypeError as exc:
-        raise ValueError(f"controller {name!r}: {exc}") from None
-    try:
-        return factory(**params)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"controller {name!r}: {exc}") from None
+    return CONTROLLERS.make(name, **params)
+
+
+class _RegistryModule(types.ModuleType):
+    """This module, with its former globals ``_REGISTRY`` and ``_loaded_plugins`` kept.
+
+    They are live views of ``CONTROLLERS.factories`` and
+    ``CONTROLLERS.plugins_loaded``: reading, mutating or replacing them (as
+    tests do) reads, mutates or replaces the registry's state.
+    """
+
+    @property
+    def _REGISTRY(self) -> dict[str, ControllerFactory]:
+        return CONTROLLERS.factories
+
+    @_REGISTRY.setter
+    def _REGISTRY(self, table: dict[str, ControllerFactory]) -> None:
+        CONTROLLERS.factories = table
+
+    @property
+    def _loaded_plugins(self) -> bool:
+        return CONTROLLERS.plugins_loaded
+
+    @_loaded_plugins.setter
+    def _loaded_plugins(self, loaded: bool) -> None:
+        CONTROLLERS.plugins_loaded = loaded
+
+
+sys.modules[__name__].__class__ = _RegistryModule

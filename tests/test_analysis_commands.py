@@ -20,6 +20,7 @@ from opar_sim.experiment.build import load_spec, parse_spec
 from opar_sim.experiment.edit import with_overrides
 from opar_sim.experiment.rundir import iter_episodes, iter_traces
 from opar_sim.experiment.runner import run_experiment
+from opar_sim.figures import build_figures
 
 ROOT = Path(__file__).resolve().parents[1]
 SPEC = str(ROOT / "experiments" / "flight_booking.toml")
@@ -127,7 +128,7 @@ def test_the_analysis_keeps_only_a_few_trajectories_but_measures_every_episode(c
 
 def test_the_analysis_plots_its_figures_without_saving_them(compared):
     out, _ = compared
-    figure_set = analyze(out).plot(controller="pid")
+    figure_set = build_figures(analyze(out), controller="pid")
     figures = figure_set.figures
     assert set(figures) == set(FIGURES)
     assert figures["pid_terms"].axes[1].get_ylabel() == "term value (dimensionless)"
@@ -258,7 +259,7 @@ def test_reflexion_attempts_are_measured_one_by_one(tmp_path):
     data = load_spec(SPEC).model_dump()
     data |= {"episodes": 10, "reflexion": {"attempts": 3, "keep": 2}}
     data["compare"] = [{"name": "pid", "params": {}}, {"name": "threshold", "params": {}}]
-    run_experiment(parse_spec(data), tmp_path / "run", figures=False)
+    run_experiment(parse_spec(data), tmp_path / "run")
     rows = list(iter_episodes(tmp_path / "run"))
     assert max(r["attempt"] for r in rows) > 1  # some seeds needed a second attempt
     traces = list(iter_traces(tmp_path / "run"))

@@ -107,7 +107,7 @@ def test_an_existing_run_is_never_overwritten(tmp_path, capsys):
 
 def test_the_installed_command_reports_errors_without_a_traceback(tmp_path):
     proc = subprocess.run(
-        [sys.executable, "-m", "opar_sim.cli.main", "run", str(tmp_path / "nope.toml")],
+        [sys.executable, "-m", "opar_sim.cli", "run", str(tmp_path / "nope.toml")],
         capture_output=True,
         text=True,
         check=False,

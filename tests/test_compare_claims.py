@@ -19,7 +19,7 @@ EPISODES = 120
 def compared(tmp_path_factory: pytest.TempPathFactory) -> RunAnalysis:
     spec = with_overrides(load_spec(SPEC), episodes=EPISODES)
     out = tmp_path_factory.mktemp("claims") / "run"
-    run_experiment(spec, out, figures=False)
+    run_experiment(spec, out)
     return analyze(out, keep=0)
 
 
@@ -40,7 +40,7 @@ def test_an_over_confident_agent_stops_early_under_confidence(compared, tmp_path
     data = load_spec(SPEC).model_dump()
     data |= {"episodes": EPISODES, "compare": [{"name": "confidence", "params": {}}]}
     data["agent"]["params"]["bias"] = 0.05
-    run_experiment(parse_spec(data), tmp_path / "calibrated", figures=False)
+    run_experiment(parse_spec(data), tmp_path / "calibrated")
     calibrated = analyze(tmp_path / "calibrated", keep=0).controllers["confidence"]
     assert confidence.premature_share > calibrated.premature_share + 0.25
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 import pytest
 
 import controllers
-from controllers import ReflectContext, Truth
+from controllers import ReflectContext
 from opar_sim import ControlSignal, Evaluation
 
 
 def ctx(step: int = 1, dt: float = 5.0, plan_age: int = 1) -> ReflectContext:
-    return ReflectContext(step, step * dt, dt, plan_age, False, 0, Truth(0.5, False, True, 0.5))
+    return ReflectContext(step, step * dt, dt, plan_age, False, 0)
 
 
 def ev(task: float, act: float = 1.0, plan: float = 0.0, conf: float = 0.5) -> Evaluation:

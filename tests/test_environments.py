@@ -8,12 +8,14 @@ import simpy
 
 import environments
 from environments.checker import TaskCheckError, check_task
+from opar_sim.agents.orchestrator import bind_sub_agents
 from opar_sim.core.types import Action
 
 
 @pytest.mark.parametrize("name", environments.names())
 def test_every_registered_task_conforms(name):
-    check_task(lambda: environments.make(name))
+    # a task that delegates (team) is given its orchestrator, as experiment.build does
+    check_task(lambda: bind_sub_agents(environments.make(name)))
 
 
 def test_checker_catches_a_nondeterministic_task():

@@ -34,7 +34,6 @@ from opar_sim.experiment.spec import SpecError
 CONTINUE, REPLAN, TERMINATE = ControlSignal.CONTINUE, ControlSignal.REPLAN, ControlSignal.TERMINATE
 GOING = Decision(CONTINUE, "controller", {})
 STOPPING = Decision(TERMINATE, "controller", {})
-TRUTH = Truth(0.5, False, True, 0.8)
 RAIN = Action.of("get_weather", city="Paris")
 QUIET = {"tools": {"failure_rate": 0.0, "latency_sigma": 0.0}}
 
@@ -72,86 +71,93 @@ def fresh(guard):
     ],
 )
 def test_budget_guards_truncate_at_their_limit(guard, rec, reason):
-    action = fresh(guard).check(rec, GOING, TRUTH)
+    action = fresh(guard).check(rec, GOING)
     assert action is not None and action.truncate and action.reason == reason
-    assert fresh(guard).check(rec, STOPPING, TRUTH) is None  # a TERMINATE is left to stand
+    assert fresh(guard).check(rec, STOPPING) is None  # a TERMINATE is left to stand
 
 
 def test_budget_guards_are_quiet_below_their_limit():
-    assert fresh(MaxIterations(3)).check(record(step=2), GOING, TRUTH) is None
-    assert fresh(TimeBudget(30.0)).check(record(time=29.9), GOING, TRUTH) is None
-    assert fresh(TokenBudget(5000)).check(record(tokens=4999), GOING, TRUTH) is None
+    assert fresh(MaxIterations(3)).check(record(step=2), GOING) is None
+    assert fresh(TimeBudget(30.0)).check(record(time=29.9), GOING) is None
+    assert fresh(TokenBudget(5000)).check(record(tokens=4999), GOING) is None
 
 
 def test_token_spike_fires_on_a_step_over_three_times_the_running_mean():
     guard = fresh(TokenSpike(3.0))
     totals = [1000, 2000, 3000]  # 1000 tokens a step
     for step, total in enumerate(totals, 1):
-        assert guard.check(record(step=step, tokens=total), GOING, TRUTH) is None
-    assert guard.check(record(step=4, tokens=6000), GOING, TRUTH) is None  # 3000 = 3× mean
-    spike = guard.check(record(step=5, tokens=6000 + 4501), GOING, TRUTH)  # mean 1500
+        assert guard.check(record(step=step, tokens=total), GOING) is None
+    assert guard.check(record(step=4, tokens=6000), GOING) is None  # 3000 = 3× mean
+    spike = guard.check(record(step=5, tokens=6000 + 4501), GOING)  # mean 1500
     assert spike is not None and spike.truncate and spike.reason == "token_spike"
 
 
 def test_no_improvement_counts_reflects_without_a_better_estimate():
     guard = fresh(NoImprovement(3))
     estimates = [0.3, 0.5, 0.5, 0.4, 0.5]
-    results = [guard.check(record(task=x), GOING, TRUTH) for x in estimates]
+    results = [guard.check(record(task=x), GOING) for x in estimates]
     assert results[:4] == [None] * 4
     assert results[4] is not None and results[4].reason == "no_progress"
 
 
 def test_confidence_guard_forces_terminate_without_truncating():
     guard = fresh(ConfidenceStop(0.8))
-    assert guard.check(record(conf=0.79), GOING, TRUTH) is None
-    action = guard.check(record(conf=0.8), GOING, TRUTH)
+    assert guard.check(record(conf=0.79), GOING) is None
+    action = guard.check(record(conf=0.8), GOING)
     assert action is not None and action.signal is TERMINATE and not action.truncate
 
 
 def test_repeated_action_and_result_forces_a_replan_then_stops_as_stuck():
     guard = fresh(RepeatedAction(persist=1))
-    first = [guard.check(record(step=s), GOING, TRUTH) for s in (1, 2)]
+    first = [guard.check(record(step=s), GOING) for s in (1, 2)]
     assert first == [None, None]
-    third = guard.check(record(step=3), GOING, TRUTH)
+    third = guard.check(record(step=3), GOING)
     assert third is not None and third.signal is REPLAN and third.reason == "stuck: change tool"
-    fourth = guard.check(record(step=4), GOING, TRUTH)
+    fourth = guard.check(record(step=4), GOING)
     assert fourth is not None and fourth.truncate and fourth.reason == "stuck"
 
 
 def test_a_different_result_breaks_the_repeat():
     guard = fresh(RepeatedAction())
     for step, text in enumerate(["rain", "rain", "sun", "sun"], 1):
-        assert guard.check(record(step=step, text=text), GOING, TRUTH) is None
+        assert guard.check(record(step=step, text=text), GOING) is None
 
 
 def test_human_gate_knows_the_truth_and_takes_its_time():
     gate = fresh(HumanGate(latency=30.0, error_rate=0.0))
     done, not_done = Truth(1.0, True, True, 0.9), Truth(0.5, False, True, 0.9)
-    approved = gate.check(record(), STOPPING, done)
+    truth = {"now": done}
+    gate.bind_truth(lambda: truth["now"])
+    approved = gate.check(record(), STOPPING)
     assert (approved.signal, approved.reason, approved.delay) == (
         TERMINATE,
         "human: approved terminate",
         30.0,
     )
-    rejected = gate.check(record(), STOPPING, not_done)
+    truth["now"] = not_done
+    rejected = gate.check(record(), STOPPING)
     assert (rejected.signal, rejected.reason) == (CONTINUE, "human: rejected terminate")
     bad_plan = Truth(0.5, False, True, 0.2)
-    assert gate.check(record(), Decision(REPLAN, "", {}), bad_plan).signal is REPLAN
-    assert gate.check(record(), Decision(REPLAN, "", {}), not_done).signal is CONTINUE
-    assert gate.check(record(), GOING, not_done) is None  # CONTINUE needs no approval
+    truth["now"] = bad_plan
+    assert gate.check(record(), Decision(REPLAN, "", {})).signal is REPLAN
+    truth["now"] = not_done
+    assert gate.check(record(), Decision(REPLAN, "", {})).signal is CONTINUE
+    assert gate.check(record(), GOING) is None  # CONTINUE needs no approval
 
 
 def test_human_gate_errs_at_its_error_rate():
     gate = fresh(HumanGate(latency=0.0, error_rate=0.2))
     done = Truth(1.0, True, True, 0.9)
-    wrong = sum(gate.check(record(), STOPPING, done).signal is CONTINUE for _ in range(5000))
+    gate.bind_truth(lambda: done)
+    wrong = sum(gate.check(record(), STOPPING).signal is CONTINUE for _ in range(5000))
     assert wrong / 5000 == pytest.approx(0.2, abs=0.02)
 
 
 def test_supervisor_composes_overrides_and_their_delays():
     supervisor = Supervisor([ConfidenceStop(0.8), HumanGate(latency=12.0, error_rate=0.0)])
     supervisor.reset(np.random.default_rng(0))
-    verdict = supervisor.review(record(conf=0.9), GOING, Truth(0.5, False, True, 0.5))
+    supervisor.bind_truth(lambda: Truth(0.5, False, True, 0.5))
+    verdict = supervisor.review(record(conf=0.9), GOING)
     assert verdict is not None
     assert verdict.signal is CONTINUE  # the human rejects the confident but false completion
     assert verdict.reason == "confidence; human: rejected terminate"
@@ -161,7 +167,7 @@ def test_supervisor_composes_overrides_and_their_delays():
 def test_a_truncating_guard_ends_the_review():
     supervisor = Supervisor([MaxIterations(1), HumanGate(latency=5.0)])
     supervisor.reset(np.random.default_rng(0))
-    verdict = supervisor.review(record(step=1), Decision(REPLAN, "", {}), TRUTH)
+    verdict = supervisor.review(record(step=1), Decision(REPLAN, "", {}))
     assert verdict is not None and verdict.truncate and verdict.reason == "max_steps"
     assert verdict.delay == 0.0
 

@@ -197,15 +197,15 @@ def test_guardrail_leaves_low_risk_calls_alone():
 
 
 def test_studies_write_their_numbers_and_figures(tmp_path):
-    from opar_sim.analysis import studies
+    from opar_sim.cli import main
 
     spec = str(EXPERIMENTS / "context_rebound.toml")
-    assert studies.main(["rebound", spec, "--out", str(tmp_path / "r"), "--episodes", "4"]) == 0
+    assert main(["study", "rebound", spec, "--out", str(tmp_path / "r"), "--episodes", "4"]) == 0
     numbers = json.loads((tmp_path / "r" / "rebound.json").read_text())
     assert set(numbers) == {"no compression", "compression (C_max=2000)"}
     assert (tmp_path / "r" / "rebound.png").is_file()
     spec = str(EXPERIMENTS / "reflexion.toml")
-    assert studies.main(["learning", spec, "--out", str(tmp_path / "l"), "--episodes", "4"]) == 0
+    assert main(["study", "learning", spec, "--out", str(tmp_path / "l"), "--episodes", "4"]) == 0
     curves = json.loads((tmp_path / "l" / "learning.json").read_text())
     assert all(len(v["success_by_attempt"]) == 5 for v in curves.values())
-    assert studies.main(["learning", "nope.toml", "--out", str(tmp_path / "x")]) == 2
+    assert main(["study", "learning", "nope.toml", "--out", str(tmp_path / "x")]) == 2

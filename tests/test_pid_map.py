@@ -6,7 +6,7 @@ import pytest
 
 import controllers
 import environments
-from controllers import CognitivePID, ReflectContext, Truth
+from controllers import CognitivePID, ReflectContext
 from opar_sim import ControlSignal, Evaluation
 from opar_sim.agents import SimulatedAgent
 from opar_sim.core.limits import Limits
@@ -18,7 +18,7 @@ CONTINUE, REPLAN, TERMINATE = ControlSignal.CONTINUE, ControlSignal.REPLAN, Cont
 
 def ctx(step: int, dt: float = 10.0, plan_age: int = 5) -> ReflectContext:
     dt = 0.0 if step == 1 else dt
-    return ReflectContext(step, step * dt, dt, plan_age, False, 0, Truth(0.5, False, True, 0.5))
+    return ReflectContext(step, step * dt, dt, plan_age, False, 0)
 
 
 def ev(task: float, conf: float = 0.9) -> Evaluation:
@@ -62,7 +62,7 @@ def test_hysteresis_holds_the_relay_until_effort_falls_below_the_release_level()
 
 def test_minimum_dwell_holds_a_replan_on_a_young_plan():
     pid = CognitivePID(1.0, 0.0, 0.0, replan_threshold=0.5, min_dwell=3)
-    young = pid.decide(ev(0.2), ReflectContext(2, 10, 10, 2, False, 0, Truth(0, False, True, 0)))
+    young = pid.decide(ev(0.2), ReflectContext(2, 10, 10, 2, False, 0))
     assert (young.signal, young.reason) == (CONTINUE, "replan held: minimum dwell")
 
 

@@ -6,7 +6,7 @@ import pytest
 
 import controllers
 import environments
-from controllers import ReflectContext, Truth
+from controllers import ReflectContext, Truth, TruthReader
 from opar_sim import ControlSignal, Evaluation
 from opar_sim.agents import SimulatedAgent
 from opar_sim.core.limits import Limits
@@ -14,11 +14,10 @@ from opar_sim.core.loop import run_episode
 from opar_sim.core.seeding import episode_seed
 
 CONTINUE, REPLAN, TERMINATE = ControlSignal.CONTINUE, ControlSignal.REPLAN, ControlSignal.TERMINATE
-TRUTH = Truth(0.5, False, True, 0.8)
 
 
-def ctx(step: int = 2, plan_age: int = 1, exhausted: bool = False, truth: Truth = TRUTH):
-    return ReflectContext(step, 10.0 * step, 10.0, plan_age, exhausted, 0, truth)
+def ctx(step: int = 2, plan_age: int = 1, exhausted: bool = False):
+    return ReflectContext(step, 10.0 * step, 10.0, plan_age, exhausted, 0)
 
 
 def ev(task=0.5, act=1.0, conf=0.5, missing=("remaining goal",)) -> Evaluation:
@@ -91,7 +90,10 @@ def test_stall_counter_is_magentic_ones_ledger():
 )
 def test_oracle_reads_the_hidden_state_not_the_evaluation(truth, signal, reason):
     misleading = ev(task=1.0, act=0.0, conf=1.0)
-    decision = controllers.make("oracle").decide(misleading, ctx(truth=truth))
+    law = controllers.make("oracle")
+    assert isinstance(law, TruthReader)  # declared to read the hidden state, through a probe
+    law.bind_truth(lambda: truth)
+    decision = law.decide(misleading, ctx())
     assert (decision.signal, decision.reason) == (signal, reason)
 
 

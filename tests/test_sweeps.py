@@ -134,7 +134,7 @@ def test_a_killed_sweep_resumes_to_the_same_files(tmp_path):
     whole, killed = tmp_path / "whole", tmp_path / "killed"
     assert main(["sweep", spec_path, "--workers", "1", "--out", str(whole)]) == 0
     total = count_lines(whole)
-    cmd = [sys.executable, "-m", "opar_sim.cli.main", "sweep", spec_path, "--workers", "1"]
+    cmd = [sys.executable, "-m", "opar_sim.cli", "sweep", spec_path, "--workers", "1"]
     proc = subprocess.Popen(
         [*cmd, "--out", str(killed)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )

@@ -11,6 +11,7 @@ import simpy
 import controllers
 import environments
 from opar_sim.agents import SimulatedAgent
+from opar_sim.agents.orchestrator import bind_sub_agents
 from opar_sim.core.limits import Limits
 from opar_sim.core.loop import run_episode
 from opar_sim.core.seeding import episode_seed
@@ -19,7 +20,7 @@ from opar_sim.experiment.rundir import episode_lines
 
 
 def fresh_team(**params):
-    task = environments.make("team", **params)
+    task = bind_sub_agents(environments.make("team", **params))
     task.reset(simpy.Environment(), np.random.default_rng(1), np.random.default_rng(2))
     return task
 
@@ -59,7 +60,7 @@ def test_only_truly_finished_subtasks_count_toward_progress():
 
 
 def test_a_team_episode_writes_sub_agents_steps_under_their_own_names():
-    task = environments.make("team")
+    task = bind_sub_agents(environments.make("team"))
     result = run_episode(
         task,
         SimulatedAgent(),
@@ -91,4 +92,4 @@ def test_a_team_episode_writes_sub_agents_steps_under_their_own_names():
 )
 def test_bad_subtasks_are_rejected(subtasks, message):
     with pytest.raises(ValueError, match=message):
-        environments.make("team", subtasks=subtasks)
+        bind_sub_agents(environments.make("team", subtasks=subtasks))

@@ -13,6 +13,7 @@ import environments
 from environments import check_task, wrap, wrapper_names
 from environments.wrappers import TaskWrapper
 from opar_sim.agents import SimulatedAgent
+from opar_sim.agents.orchestrator import bind_sub_agents
 from opar_sim.core.limits import Limits
 from opar_sim.core.loop import run_episode
 from opar_sim.core.seeding import episode_seed, streams
@@ -27,16 +28,18 @@ WRAPPERS = wrapper_names()
 @pytest.mark.parametrize("task", TASKS)
 @pytest.mark.parametrize("wrapper", WRAPPERS)
 def test_every_wrapper_composes_with_every_task(task, wrapper):
-    check_task(lambda: wrap(environments.make(task), [{"name": wrapper}]))
+    check_task(lambda: bind_sub_agents(wrap(environments.make(task), [{"name": wrapper}])))
 
 
 @pytest.mark.parametrize("task", TASKS)
 def test_the_whole_stack_conforms(task):
-    check_task(lambda: wrap(environments.make(task), [{"name": w} for w in WRAPPERS]))
+    check_task(
+        lambda: bind_sub_agents(wrap(environments.make(task), [{"name": w} for w in WRAPPERS]))
+    )
 
 
 def trajectory(task_name, stack, seed):
-    task = wrap(environments.make(task_name), stack)
+    task = bind_sub_agents(wrap(environments.make(task_name), stack))
     result = run_episode(
         task, SimulatedAgent(), controllers.make("pid"), Limits(max_steps=12), episode_seed(seed, 0)
     )

@@ -10,12 +10,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pydantic import ValidationError
-
 from environments.wrappers.base import TaskWrapper, timed_call
 from environments.wrappers.faults import HeavyTailLatency, ToolFailures, WorldDisturbance
 from environments.wrappers.observation import DelayedObservation, DroppedResults, ObservationNoise
 from environments.wrappers.parallel import ParallelCalls
+from opar_sim.core.registry import ParameterError, Registry
 from opar_sim.core.task import Task
 
 WRAPPERS: dict[str, type[TaskWrapper]] = {
@@ -32,9 +31,19 @@ WRAPPERS: dict[str, type[TaskWrapper]] = {
 }
 
 
+def _registry() -> Registry[TaskWrapper]:
+    registry: Registry[TaskWrapper] = Registry("wrapper")
+    for name, cls in WRAPPERS.items():
+        registry.register(name, cls)
+    return registry
+
+
+WRAPPER_REGISTRY = _registry()  # what ``wrap`` builds from (WRAPPERS is its built-ins)
+
+
 def wrapper_names() -> list[str]:
     """The registered wrapper names, sorted."""
-    return sorted(WRAPPERS)
+    return WRAPPER_REGISTRY.names()
 
 
 def wrap(task: Task, specs: Sequence[Mapping[str, Any]]) -> Task:
@@ -42,22 +51,20 @@ def wrap(task: Task, specs: Sequence[Mapping[str, Any]]) -> Task:
     for index, spec in enumerate(specs):
         params = dict(spec)
         name = params.pop("name", None)
-        cls = WRAPPERS.get(str(name))
-        if cls is None:
+        if str(name) not in WRAPPER_REGISTRY:
             known = ", ".join(wrapper_names())
             raise ValueError(f"wrappers[{index}].name: unknown wrapper {name!r} (known: {known})")
         try:
-            task = cls(task, **params)
-        except ValidationError as exc:
-            err = exc.errors()[0]
-            where = ".".join(str(p) for p in err["loc"])
-            msg = "unknown key" if err["type"] == "extra_forbidden" else err["msg"]
-            raise ValueError(f"wrappers[{index}].{where}: {msg}") from None
+            task = WRAPPER_REGISTRY.make(str(name), task=task, **params)
+        except ParameterError as exc:
+            msg = "unknown key" if exc.error_type == "extra_forbidden" else exc.problem
+            raise ValueError(f"wrappers[{index}].{exc.loc}: {msg}") from None
     return task
 
 
 __all__ = [
     "WRAPPERS",
+    "WRAPPER_REGISTRY",
     "DelayedObservation",
     "DroppedResults",
     "HeavyTailLatency",

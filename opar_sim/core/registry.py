@@ -1,0 +1,217 @@
+"""One generic name → factory registry, for every pluggable kind (controllers, tasks, ...).
+
+``Registry[T]("controller")`` maps names to factories returning ``T``;
+``make(name, **params)`` builds one and turns every way the parameters can be
+wrong into a ``ValueError`` that names the kind, the name and the problem:
+
+* an unknown name: ``unknown controller 'x' (known: a, b)``;
+* a keyword the factory's signature does not accept, or a ``TypeError`` or
+  ``ValueError`` from the factory: ``controller 'x': <problem>``;
+* a pydantic ``ValidationError`` from the factory (the first error):
+  ``task 'x' parameter <loc>: <msg>``, raised as a ``ParameterError`` that
+  keeps the location, message and error type for callers that word it
+  their own way.
+
+An optional entry-point group is read once, on the first lookup, so other
+installed packages can add factories; a name registered here wins over a
+plugin of the same name.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Iterable
+from importlib import metadata
+from typing import Any, Generic, Protocol, TypeVar
+
+from pydantic import ValidationError
+
+T = TypeVar("T")
+
+
+class EntryPointLike(Protocol):
+    """What the registry needs of an entry point: its name and what it loads."""
+
+    @property
+    def name(self) -> str: ...
+
+    def load(self) -> Any: ...
+
+
+class EntryPointSource(Protocol):
+    """``importlib.metadata.entry_points``, or a stand-in with the same keyword."""
+
+    def __call__(self, *, group: str) -> Iterable[EntryPointLike]: ...
+
+
+def _installed_entry_points(*, group: str) -> Iterable[EntryPointLike]:
+    return metadata.entry_points(group=group)
+
+
+class UnknownNameError(KeyError, ValueError):
+    """A name nothing is registered under: a ``ValueError``, and a ``KeyError`` for lookups."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
+class ParameterError(ValueError):
+    """A parameter the factory's pydantic model rejected.
+
+    ``loc`` is the dotted path of the parameter, ``problem`` pydantic's
+    message and ``error_type`` its error type (``"extra_forbidden"`` for an
+    unknown key).
+    """
+
+    def __init__(self, kind: str, name: str, loc: str, problem: str, error_type: str) -> None:
+        super().__init__(f"{kind} {name!r} parameter {loc}: {problem}")
+        self.kind = kind
+        self.name = name
+        self.loc = loc
+        self.problem = problem
+        self.error_type = error_type
+
+
+class Registry(Generic[T]):
+    """Named factories of one kind of object, built by ``make(name, **params)``.
+
+    ``factories`` is the live name → factory table (replacing it replaces the
+    registry's contents); ``plugins_loaded`` says whether the entry-point
+    group has been read.
+    """
+
+    def __init__(
+        self,
+        kind: str,
+        *,
+        entry_point_group: str | None = None,
+        entry_points: EntryPointSource | None = None,
+    ) -> None:
+        """Make an empty registry.
+
+        Args:
+            kind: The singular noun used in error messages (``"controller"``).
+            entry_point_group: The ``importlib.metadata`` group whose entry
+                points are loaded as factories, or None for no plugins.
+            entry_points: Where entry points are read from; defaults to
+                ``importlib.metadata.entry_points``.
+        """
+        self.kind = kind
+        self.entry_point_group = entry_point_group
+        self._entry_points: EntryPointSource = entry_points or _installed_entry_points
+        self.factories: dict[str, Callable[..., T]] = {}
+        self.plugins_loaded = False
+
+    def register(self, name: str, factory: Callable[..., T]) -> None:
+        """Register ``factory`` under ``name``; re-registering a name replaces it.
+
+        Args:
+            name: The name ``make`` will be called with.
+            factory: A callable (usually a class) taking the parameters as keywords.
+        """
+        self.factories[name] = factory
+
+    def _load_plugins(self) -> None:
+        """Read the entry-point group once; names already registered are kept."""
+        if self.plugins_loaded:
+            return
+        self.plugins_loaded = True
+        if self.entry_point_group is None:
+            return
+        for ep in self._entry_points(group=self.entry_point_group):
+            if ep.name not in self.factories:
+                self.factories[ep.name] = ep.load()
+
+    def names(self) -> list[str]:
+        """The registered names, plugins included.
+
+        Returns:
+            The names, sorted.
+        """
+        self._load_plugins()
+        return sorted(self.factories)
+
+    def __contains__(self, name: object) -> bool:
+        self._load_plugins()
+        return name in self.factories
+
+    def factory(self, name: str) -> Callable[..., T]:
+        """The factory registered under ``name``.
+
+        Args:
+            name: A registered name.
+
+        Returns:
+            The factory itself, not called.
+
+        Raises:
+            UnknownNameError: ``unknown <kind> 'name' (known: ...)`` (a
+                ``ValueError`` and a ``KeyError``).
+        """
+        self._load_plugins()
+        found = self.factories.get(name)
+        if found is None:
+            known = ", ".join(sorted(self.factories))
+            raise UnknownNameError(f"unknown {self.kind} {name!r} (known: {known})")
+        return found
+
+    def describe(self, name: str) -> str:
+        """The first line of the factory's docstring (inherited ones count).
+
+        Args:
+            name: A registered name.
+
+        Returns:
+            The line, or ``""`` when the factory has no docstring.
+
+        Raises:
+            UnknownNameError: for an unregistered name.
+        """
+        doc = inspect.getdoc(self.factory(name)) or ""
+        return doc.splitlines()[0] if doc else ""
+
+    def make(self, name: str, /, **params: Any) -> T:
+        """Build the object registered under ``name`` from keyword ``params``.
+
+        Args:
+            name: A registered name.
+            **params: The factory's keyword arguments.
+
+        Returns:
+            What the factory returns.
+
+        Raises:
+            UnknownNameError: for an unregistered name.
+            ParameterError: when the factory's pydantic validation fails
+                (``<kind> 'name' parameter <loc>: <msg>``).
+            ValueError: ``<kind> 'name': <problem>`` for a keyword the
+                factory's signature refuses, or a ``TypeError`` or
+                ``ValueError`` the factory raises.
+        """
+        factory = self.factory(name)
+        try:
+            signature = inspect.signature(factory)
+        except (TypeError, ValueError):  # no signature to check (some builtins)
+            signature = None
+        if signature is not None:
+            try:
+                signature.bind(**params)
+            except TypeError as exc:
+                raise ValueError(f"{self.kind} {name!r}: {exc}") from None
+        try:
+            return factory(**params)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"])
+            raise ParameterError(self.kind, name, where, first["msg"], first["type"]) from None
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"{self.kind} {name!r}: {exc}") from None
+
+
+__all__ = [
+    "EntryPointLike",
+    "EntryPointSource",
+    "ParameterError",
+    "Registry",
+    "UnknownNameError",
+]

@@ -1,0 +1,67 @@
+"""The one catalogue of every pluggable kind, for the command line.
+
+``catalogue()`` lists ``(name, description)`` pairs for each kind a spec or a
+command can name: controllers, tasks and task wrappers (from their
+registries), agents, LLM backends, guards and studies.  The modules behind
+them are imported when the catalogue is built, not when this module is.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Mapping
+from typing import Any
+
+Entry = tuple[str, str]
+
+KINDS = ("controllers", "tasks", "wrappers", "agents", "backends", "guards", "studies")
+
+
+def _first_line(obj: Any) -> str:
+    """The first line of ``obj``'s docstring, or ``""``."""
+    doc = inspect.getdoc(obj) or ""
+    return doc.splitlines()[0] if doc else ""
+
+
+def _entries(named: Mapping[str, Callable[..., Any]]) -> list[Entry]:
+    return [(name, _first_line(named[name])) for name in sorted(named)]
+
+
+def catalogue() -> dict[str, list[Entry]]:
+    """Every pluggable kind with its names and one-line descriptions.
+
+    Returns:
+        ``{kind: [(name, description), ...]}`` for the kinds in ``KINDS``
+        (in that order), each list sorted by name.
+    """
+    import controllers
+    import environments
+    from environments.wrappers import WRAPPER_REGISTRY
+    from opar_sim.agents.llm import LLMAgent
+    from opar_sim.agents.scripted import ScriptedAgent
+    from opar_sim.agents.simulated import SimulatedAgent
+    from opar_sim.analysis.studies import STUDIES
+    from opar_sim.core.guards import GuardsSpec
+    from opar_sim.llm.llamacpp_backend import LlamaCppBackend
+    from opar_sim.llm.ollama_backend import OllamaBackend
+    from opar_sim.llm.scripted import ScriptedBackend
+
+    guards = [
+        (field, info.description or "") for field, info in sorted(GuardsSpec.model_fields.items())
+    ]
+    return {
+        "controllers": [(n, controllers.describe(n)) for n in controllers.names()],
+        "tasks": [(n, environments.describe(n)) for n in environments.names()],
+        "wrappers": [(n, WRAPPER_REGISTRY.describe(n)) for n in WRAPPER_REGISTRY.names()],
+        "agents": _entries(
+            {"simulated": SimulatedAgent, "llm": LLMAgent, "scripted": ScriptedAgent}
+        ),
+        "backends": _entries(
+            {"ollama": OllamaBackend, "llamacpp": LlamaCppBackend, "scripted": ScriptedBackend}
+        ),
+        "guards": guards,
+        "studies": _entries(STUDIES),
+    }
+
+
+__all__ = ["KINDS", "Entry", "catalogue"]
