@@ -34,10 +34,11 @@ import numpy as np
 
 from opar_sim.agents.simulated import SimulatedAgentParams
 from opar_sim.analysis.recorded import RecordedRun
-from opar_sim.analysis.summary import wilson_interval
+from opar_sim.analysis.stats import wilson_interval
 from opar_sim.core.loop import run_episode
 from opar_sim.core.seeding import episode_seed
-from opar_sim.experiment.build import build, parse_spec
+from opar_sim.experiment.build import build
+from opar_sim.experiment.edit import apply_changes
 from opar_sim.experiment.spec import ExperimentSpec
 
 
@@ -87,7 +88,7 @@ def fit(run: RecordedRun) -> Calibration:
     per_plan: dict[tuple[str, int, int], list[bool]] = {}
     invalid = valid = 0
     residuals: list[float] = []
-    for (ctrl, ep), rows in by_episode.items():
+    for (ctrl, ep, _attempt), rows in by_episode.items():
         for i, row in enumerate(rows):
             if row["action"] is None:
                 invalid += 1
@@ -194,9 +195,8 @@ def mean_interval(values: list[float], z: float = 1.959964) -> tuple[float, floa
 
 def simulated_spec(spec: ExperimentSpec, calibration: Calibration) -> ExperimentSpec:
     """The recorded experiment with the calibrated simulated agent in the LLM's place."""
-    data = spec.model_dump()
-    data["agent"] = {"kind": "simulated", "params": calibration.params}
-    return parse_spec(data, "calibration")
+    agent = {"kind": "simulated", "params": calibration.params}
+    return apply_changes(spec, {"agent": agent}, "calibration")
 
 
 def check(
@@ -236,9 +236,7 @@ def _simulate(
     spec: ExperimentSpec, params: dict[str, Any], episodes: int, seed: int
 ) -> tuple[float, float, float]:
     """(success rate, mean steps, mean δ_task) of the simulated agent with ``params``."""
-    data = spec.model_dump()
-    data["agent"] = {"kind": "simulated", "params": params}
-    parts = build(ExperimentSpec.model_validate(data))
+    parts = build(apply_changes(spec, {"agent": {"kind": "simulated", "params": params}}, "refine"))
     make_controller = parts.controllers[0][1]
     task, agent = parts.make_task(), parts.make_agent()
     wins = steps = 0

@@ -29,7 +29,8 @@ import environments
 from controllers import CognitivePID
 from environments.plant import SET_POINT, Plant
 from opar_sim.core.seeding import episode_seed, streams
-from opar_sim.experiment.tune import paired_bootstrap
+from opar_sim.experiment.spec import ParamRange
+from opar_sim.experiment.tune import minimize, paired_bootstrap
 
 
 @dataclass(frozen=True)
@@ -157,24 +158,28 @@ def tune_plant(
     holdout_seed: int = 1_000_003,
     on_trial: Callable[[int], None] | None = None,
 ) -> list[Contender]:
-    """Optuna (TPE) on the training seeds, then every contender on the held-out seeds."""
-    import optuna
-
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    """Optuna (TPE, ``experiment.tune.minimize``) on the training seeds, then every
+    contender on the held-out seeds; the classic rules are the first trials."""
     ref = next(iter(baselines.values()))
-    study = optuna.create_study(direction="minimize", sampler=optuna.samplers.TPESampler(seed=seed))
-    for name, gains in baselines.items():  # start from the classic rules, as a user would
-        study.enqueue_trial(gains.as_dict(), user_attrs={"baseline": name})
-    for t in range(trials):
-        trial = study.ask()
-        gains = PIDGains(
-            trial.suggest_float("kp", ref.kp / 10, ref.kp * 3, log=True),
-            trial.suggest_float("ki", max(ref.ki / 30, 1e-4), ref.ki * 5, log=True),
-            trial.suggest_float("kd", max(ref.kd / 30, 1e-4), ref.kd * 5, log=True),
+    space = {
+        "kp": ParamRange(low=ref.kp / 10, high=ref.kp * 3, log=True),
+        "ki": ParamRange(low=max(ref.ki / 30, 1e-4), high=ref.ki * 5, log=True),
+        "kd": ParamRange(low=max(ref.kd / 30, 1e-4), high=ref.kd * 5, log=True),
+    }
+
+    def objective(p: dict[str, float]) -> float:
+        return float(
+            np.mean(score(params, PIDGains(p["kp"], p["ki"], p["kd"]), seed, train_episodes))
         )
-        study.tell(trial, float(np.mean(score(params, gains, seed, train_episodes))))
-        if on_trial is not None:
-            on_trial(t)
+
+    study, _ = minimize(
+        space,
+        objective,
+        trials,
+        seed,
+        enqueue=[g.as_dict() for g in baselines.values()],  # start from the classic rules
+        on_trial=(lambda t, _p, _s: on_trial(t)) if on_trial is not None else None,
+    )
     best = study.best_params
     everyone = {**baselines, "tuned": PIDGains(best["kp"], best["ki"], best["kd"])}
     held = {n: score(params, g, holdout_seed, holdout_episodes) for n, g in everyone.items()}

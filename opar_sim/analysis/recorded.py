@@ -1,7 +1,7 @@
 """A recorded run read back whole, for calibrate and replay (LLM runs are small).
 
-opar_sim.experiment.rundir streams large runs for the analysis commands; this module holds a
-run's rows in memory, with its model calls, which calibration needs together.
+``opar_sim.experiment.rundir`` streams large runs for the analysis commands; this module
+holds a run's rows in memory (read through it), with its model calls, which calibration needs together.
 """
 
 from __future__ import annotations
@@ -12,6 +12,15 @@ from pathlib import Path
 from typing import Any
 
 from opar_sim.experiment.build import parse_spec
+from opar_sim.experiment.rundir import (
+    CALLS_FILE,
+    EPISODES_FILE,
+    STEPS_FILE,
+    EpisodeKey,
+    RunDirError,
+    episode_key,
+    rows,
+)
 from opar_sim.experiment.spec import ExperimentSpec, SpecError
 
 
@@ -25,28 +34,24 @@ class RecordedRun:
     steps: list[dict[str, Any]]
     calls: list[dict[str, Any]] = field(default_factory=list)
 
-    def episode_steps(self) -> dict[tuple[str, int], list[dict[str, Any]]]:
-        """Steps grouped by (controller, episode), in step order."""
-        grouped: dict[tuple[str, int], list[dict[str, Any]]] = {}
+    def episode_steps(self) -> dict[EpisodeKey, list[dict[str, Any]]]:
+        """The top-level agent's steps grouped by episode (``episode_key``), in step order."""
+        grouped: dict[EpisodeKey, list[dict[str, Any]]] = {}
         for row in self.steps:
-            grouped.setdefault((row["controller"], row["episode"]), []).append(row)
+            if row.get("parent") is None:  # a sub-agent's steps stay with their own agent
+                grouped.setdefault(episode_key(row), []).append(row)
         for rows in grouped.values():
             rows.sort(key=lambda r: int(r["step"]))
         return grouped
 
 
-def _jsonl(path: Path) -> list[dict[str, Any]]:
+def _rows(path: Path) -> list[dict[str, Any]]:
     if not path.is_file():
         return []
-    rows = []
-    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            rows.append(json.loads(line))
-        except json.JSONDecodeError:
-            raise SpecError(f"{path}:{n}: not a JSON line") from None
-    return rows
+    try:
+        return list(rows(path))
+    except RunDirError as exc:
+        raise SpecError(str(exc)) from None
 
 
 def load_run(path: str | Path) -> RecordedRun:
@@ -57,10 +62,10 @@ def load_run(path: str | Path) -> RecordedRun:
         raise SpecError(f"{p}: not a run directory (no spec.json)")
     try:
         data = json.loads(spec_file.read_text(encoding="utf-8"))
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, UnicodeDecodeError):
         raise SpecError(f"{spec_file}: not valid JSON") from None
     spec = parse_spec(data, str(spec_file))
-    episodes = _jsonl(p / "episodes.jsonl")
+    episodes = _rows(p / EPISODES_FILE)
     if not episodes:
         raise SpecError(f"{p}: no finished episodes in episodes.jsonl")
-    return RecordedRun(p, spec, episodes, _jsonl(p / "steps.jsonl"), _jsonl(p / "calls.jsonl"))
+    return RecordedRun(p, spec, episodes, _rows(p / STEPS_FILE), _rows(p / CALLS_FILE))

@@ -20,6 +20,7 @@ from typing import Any
 from opar_sim.analysis.recorded import RecordedRun
 from opar_sim.core.controller import Controller, ReflectContext, Truth, TruthReader
 from opar_sim.core.types import ControlSignal, Evaluation
+from opar_sim.experiment.rundir import episode_key
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,7 +112,7 @@ def replay(run: RecordedRun, make_controller: Any) -> list[ReplayedEpisode]:
     grouped = run.episode_steps()
     out = []
     for episode in run.episodes:
-        rows = grouped.get((episode["controller"], episode["episode"]), [])
+        rows = grouped.get(episode_key(episode), [])
         out.append(replay_episode(rows, episode, make_controller()))
     return out
 

@@ -13,7 +13,12 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 
 from opar_sim.analysis.run import RunAnalysis
-from opar_sim.cli.tables import comparison_table, outcome_table, response_table
+from opar_sim.cli.tables import (
+    analysis_outcomes,
+    comparison_table,
+    outcome_table,
+    response_table,
+)
 from opar_sim.figures import build_figures
 
 CAPTIONS = {
@@ -74,7 +79,11 @@ def render_report(
             f"{spec.limits.time_budget:g} simulated s, {spec.limits.token_budget:,} tokens.</p>"
         )
     parts.append("<h2>Results</h2>")
-    for table in (comparison_table(analysis), response_table(analysis), outcome_table(analysis)):
+    for table in (
+        comparison_table(analysis),
+        response_table(analysis),
+        outcome_table(analysis_outcomes(analysis)),
+    ):
         parts.append(table.to_html())
     parts.append("<h2>Figures</h2>")
     figures = build_figures(analysis, controller=controller, episode=episode).figures

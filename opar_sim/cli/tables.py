@@ -1,14 +1,18 @@
-"""The comparison tables of a run, as plain rows: rendered by rich in the terminal and as HTML.
+"""Every table opar-sim shows, as plain rows: rendered by rich in the terminal and as HTML.
 
-``comparison_table`` is what ``opar-sim compare`` prints; ``response_table``
-holds the step-response and oscillation details the report adds.
+``TextTable`` is the one renderer; each command builds its tables here or
+with it.  ``comparison_table`` is what ``opar-sim compare`` prints;
+``response_table`` holds the step-response and oscillation details the
+report adds.
 """
 
 from __future__ import annotations
 
 import html
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from rich.table import Table
 
@@ -23,8 +27,11 @@ class TextTable:
     columns: list[str]
     rows: list[list[str]]
     notes: list[str]
+    left: int = 1  # leading columns aligned left (names, descriptions); the rest right
+    bold: bool = True  # the first column in bold
 
     def to_rich(self) -> Table:
+        """The table for the terminal."""
         table = Table(
             title=self.title,
             title_justify="left",
@@ -32,8 +39,10 @@ class TextTable:
             caption_justify="left",
         )
         for k, column in enumerate(self.columns):
-            if k == 0:
+            if k == 0 and self.bold:
                 table.add_column(column, style="bold", no_wrap=True)
+            elif k < self.left:
+                table.add_column(column)
             else:
                 table.add_column(column, justify="right")
         for row in self.rows:
@@ -41,6 +50,7 @@ class TextTable:
         return table
 
     def to_html(self) -> str:
+        """The table as an HTML fragment (the report)."""
         head = "".join(f"<th>{html.escape(c)}</th>" for c in self.columns)
         body = "".join(
             "<tr>" + "".join(f"<td>{html.escape(cell)}</td>" for cell in row) + "</tr>"
@@ -171,15 +181,53 @@ def response_table(analysis: RunAnalysis) -> TextTable:
     return TextTable(_title(analysis, "convergence and oscillation"), columns, rows, notes)
 
 
-def outcome_table(analysis: RunAnalysis) -> TextTable:
-    """Episodes per outcome (rows) and controller (columns)."""
-    names = list(analysis.controllers)
-    kinds = sorted({k for m in analysis.controllers.values() for k in m.outcomes})
-    rows = [
-        [kind, *(str(analysis.controllers[n].outcomes.get(kind, 0)) for n in names)]
-        for kind in kinds
-    ]
+def summary_table(summary: Mapping[str, Mapping[str, Any]], title: str) -> TextTable:
+    """One row per controller of summary.json: success with its 95 % interval, mean costs.
+
+    Args:
+        summary: ``summary.json``'s mapping of controller -> statistics.
+        title: The table's title.
+
+    Returns:
+        The table, for the terminal or the HTML report.
+    """
+    columns = ["controller", "n", "success (95% CI)", "steps", "tokens", "sim s", "replans"]
+    rows = []
+    for name, s in summary.items():
+        lo, hi = s["success_ci95"]
+        rows.append(
+            [
+                name,
+                str(s["episodes"]),
+                f"{s['success_rate']:.1%} ({lo:.1%}-{hi:.1%})",
+                f"{s['mean_steps']:.1f}",
+                f"{s['mean_tokens']:,.0f}",
+                f"{s['mean_sim_seconds']:.1f}",
+                f"{s['mean_replans']:.2f}",
+            ]
+        )
+    return TextTable(title, columns, rows, [])
+
+
+def outcome_table(outcomes: Mapping[str, Mapping[str, int]]) -> TextTable:
+    """Episodes per outcome (rows) and controller (columns).
+
+    Args:
+        outcomes: Controller -> outcome -> episodes (summary.json's ``outcomes``, or the
+            analysis' ``ControllerMetrics.outcomes``).
+
+    Returns:
+        The table.
+    """
+    names = list(outcomes)
+    kinds = sorted({k for counts in outcomes.values() for k in counts})
+    rows = [[kind, *(str(outcomes[n].get(kind, 0)) for n in names)] for kind in kinds]
     return TextTable("outcomes (episodes)", ["outcome", *names], rows, [])
+
+
+def analysis_outcomes(analysis: RunAnalysis) -> dict[str, dict[str, int]]:
+    """Controller -> outcome -> episodes, from a run analysis."""
+    return {name: m.outcomes for name, m in analysis.controllers.items()}
 
 
 def _title(analysis: RunAnalysis, what: str) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Generator
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 import simpy
@@ -71,3 +71,21 @@ class Agent(Protocol):
 
     @property
     def context_tokens(self) -> int: ...
+
+
+@runtime_checkable
+class RemembersCritiques(Protocol):
+    """An agent with Reflexion's long-term memory: critiques of failed attempts."""
+
+    def remember(self, critiques: tuple[str, ...], attempt: int) -> None:
+        """Carry ``critiques`` into attempt number ``attempt`` of the same seeded task."""
+        ...
+
+
+@runtime_checkable
+class LogsCalls(Protocol):
+    """An agent that logs its model calls (the LLM agent), for the run's ``calls.jsonl``."""
+
+    def drain_calls(self) -> list[dict[str, Any]]:
+        """The calls made since the last drain, oldest first; the log is emptied."""
+        ...

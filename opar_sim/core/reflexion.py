@@ -21,7 +21,7 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-from opar_sim.core.agent import Agent
+from opar_sim.core.agent import Agent, RemembersCritiques
 from opar_sim.core.controller import Controller
 from opar_sim.core.guardrail import Guardrail
 from opar_sim.core.limits import Limits
@@ -77,7 +77,7 @@ def run_attempts(
 ) -> list[EpisodeResult]:
     """Attempt one seeded task until success or ``attempts``; return every attempt."""
     memory = LongTermMemory(keep)
-    remember = getattr(agent, "remember", None)
+    remember = agent.remember if isinstance(agent, RemembersCritiques) else None
     results: list[EpisodeResult] = []
     try:
         for attempt in range(1, attempts + 1):

@@ -1,8 +1,8 @@
 """Chunks of episodes: the unit of work sent to an executor.
 
 A chunk names the resolved spec (as JSON, so it pickles small and hashes),
-one controller of it and a range of episode indices.  A worker rebuilds the
-components from the spec (cached per process), runs the episodes and sends
+one controller of it and a range of episode indices.  A worker builds the
+components from the spec once per process (``opar_sim.experiment.build``), runs the episodes and sends
 back their lines, ready to append to the run directory.
 """
 
@@ -11,13 +11,14 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
+from opar_sim.core.agent import LogsCalls
 from opar_sim.core.reflexion import run_attempts
 from opar_sim.core.seeding import episode_seed
 from opar_sim.experiment.build import Components, build
 from opar_sim.experiment.rundir import call_lines, episode_lines
 from opar_sim.experiment.spec import ExperimentSpec
 
-_BUILT: dict[str, tuple[ExperimentSpec, Components]] = {}
+_SPECS: dict[str, ExperimentSpec] = {}
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,17 +43,17 @@ class ChunkResult:
     chunk: Chunk
     episodes: str
     steps: str
-    calls: str = ""  # LLM agents: calls.jsonl lines (issue 7)
+    calls: str = ""  # LLM agents: calls.jsonl lines
 
 
 def _components(spec_json: str) -> tuple[ExperimentSpec, Components]:
-    cached = _BUILT.get(spec_json)
-    if cached is None:
-        spec = ExperimentSpec.model_validate_json(spec_json)
-        if len(_BUILT) >= 16:
-            _BUILT.clear()
-        cached = _BUILT[spec_json] = (spec, build(spec))
-    return cached
+    """The chunk's spec and its parts: validated once, built once per process (``build``)."""
+    spec = _SPECS.get(spec_json)
+    if spec is None:
+        if len(_SPECS) >= 512:
+            _SPECS.clear()
+        spec = _SPECS[spec_json] = ExperimentSpec.model_validate_json(spec_json)
+    return spec, build(spec)
 
 
 def run_chunk(chunk: Chunk) -> ChunkResult:
@@ -65,7 +66,7 @@ def run_chunk(chunk: Chunk) -> ChunkResult:
     episode_text: list[str] = []
     step_text: list[str] = []
     call_text: list[str] = []
-    drain_calls = getattr(agent, "drain_calls", None)  # LLM agents log their model calls
+    drain_calls = agent.drain_calls if isinstance(agent, LogsCalls) else None
     for i in range(chunk.start, chunk.stop):
         started = time.perf_counter()
         # issue 6: Reflexion attempts (1 by default) and guardrails (None by default)

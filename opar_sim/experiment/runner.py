@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from opar_sim.analysis.summary import Summary
+from opar_sim.analysis.stats import Summary
 from opar_sim.experiment.build import build
 from opar_sim.experiment.chunks import Chunk, ChunkResult, plan_chunks, run_chunk
 from opar_sim.experiment.executors import SerialExecutor

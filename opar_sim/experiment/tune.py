@@ -23,9 +23,9 @@ import numpy as np
 
 from opar_sim.analysis.stats import bootstrap_mean
 from opar_sim.experiment.chunks import plan_chunks
-from opar_sim.experiment.grid import set_path
+from opar_sim.experiment.edit import changed
 from opar_sim.experiment.runner import run_in_order
-from opar_sim.experiment.spec import Objective, TuneSpec
+from opar_sim.experiment.spec import Objective, ParamRange, TuneSpec
 
 
 @dataclass
@@ -61,12 +61,61 @@ class TuneResult:
 Evaluate = Callable[[dict[str, float] | None, int, int], list[dict[str, Any]]]
 
 
-def _sampler(spec: TuneSpec, seed: int) -> Any:
+def _sampler(kind: str, seed: int) -> Any:
     import optuna
 
-    if spec.sampler == "cmaes":
+    if kind == "cmaes":
         return optuna.samplers.CmaEsSampler(seed=seed, warn_independent_sampling=False)
     return optuna.samplers.TPESampler(seed=seed)
+
+
+def minimize(
+    space: Mapping[str, ParamRange],
+    objective: Callable[[dict[str, float]], float],
+    trials: int,
+    seed: int,
+    *,
+    sampler: str = "tpe",
+    enqueue: Sequence[Mapping[str, float]] = (),
+    on_trial: Callable[[int, dict[str, float], float], None] | None = None,
+) -> tuple[Any, list[tuple[dict[str, float], float]]]:
+    """The one Optuna search of opar-sim: ask, score, tell, ``trials`` times.
+
+    Args:
+        space: Parameter name -> its search range.
+        objective: Scores one assignment (lower is better).
+        trials: How many assignments to score, the enqueued ones included.
+        seed: The sampler's seed.
+        sampler: ``tpe`` or ``cmaes``.
+        enqueue: Assignments to score first (e.g. classic tuning rules).
+        on_trial: Called with each trial's number, assignment and score.
+
+    Returns:
+        The Optuna study and every (assignment, score) in trial order.
+    """
+    import optuna
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    study = optuna.create_study(direction="minimize", sampler=_sampler(sampler, seed))
+    for params in enqueue:
+        study.enqueue_trial(dict(params))
+    scored: list[tuple[dict[str, float], float]] = []
+    for _ in range(trials):
+        trial = study.ask()
+        params: dict[str, float] = {
+            path: (
+                trial.suggest_int(path, math.ceil(r.low), math.floor(r.high), log=r.log)
+                if r.integer
+                else trial.suggest_float(path, r.low, r.high, log=r.log)
+            )
+            for path, r in space.items()
+        }
+        score = objective(params)
+        study.tell(trial, score)
+        scored.append((params, score))
+        if on_trial is not None:
+            on_trial(trial.number, params, score)
+    return study, scored
 
 
 def tune(
@@ -77,31 +126,28 @@ def tune(
 ) -> TuneResult:
     """Search the space with Optuna on the training seeds, then score on held-out seeds.
 
-    ``evaluate(params, episodes, seed)`` runs the spec with ``params`` applied
-    (None: the spec's own values) and returns the episode rows.
-    """
-    import optuna
+    Args:
+        spec: The ``[tune]`` table: space, objective, trials, seeds.
+        evaluate: ``evaluate(params, episodes, seed)`` runs the spec with ``params``
+            applied (None: the spec's own values) and returns the episode rows.
+        seed: The training seed (and the sampler's).
+        on_trial: Called with each finished trial.
 
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
-    study = optuna.create_study(direction="minimize", sampler=_sampler(spec, seed))
+    Returns:
+        The best parameters, their training score and the held-out comparison.
+    """
     trials: list[Trial] = []
-    for _ in range(spec.trials):
-        trial = study.ask()
-        params: dict[str, float] = {
-            path: (
-                trial.suggest_int(path, math.ceil(r.low), math.floor(r.high), log=r.log)
-                if r.integer
-                else trial.suggest_float(path, r.low, r.high, log=r.log)
-            )
-            for path, r in spec.space.items()
-        }
+
+    def objective(params: dict[str, float]) -> float:
         rows = evaluate(params, spec.train_episodes, seed)
         score = mean_score(spec.objective, rows)
-        study.tell(trial, score)
-        record = Trial(trial.number, params, score, success_rate(rows))
+        record = Trial(len(trials), params, score, success_rate(rows))
         trials.append(record)
         if on_trial is not None:
             on_trial(record)
+        return score
+
+    study, _ = minimize(spec.space, objective, spec.trials, seed, sampler=spec.sampler)
     best = min(trials, key=lambda t: (t.score, t.number))
     default_rows = evaluate(None, spec.holdout_episodes, spec.holdout_seed)
     best_rows = evaluate(best.params, spec.holdout_episodes, spec.holdout_seed)
@@ -167,13 +213,8 @@ def _importances(study: Any) -> dict[str, float]:
 
 
 def apply_params(data: dict[str, Any], params: Mapping[str, float]) -> dict[str, Any]:
-    """A copy of spec data with the tuned values set at their paths."""
-    import copy
-
-    out = copy.deepcopy(data)
-    for path, value in params.items():
-        set_path(out, path, value)
-    return out
+    """A copy of spec data with the tuned values set at their paths (``edit.changed``)."""
+    return changed(data, params)
 
 
 def toml_snippet(params: Mapping[str, float]) -> str:

@@ -10,8 +10,8 @@ from opar_sim.analysis.run import analyze, write_metrics
 from opar_sim.cli.commands.common import UsageError, add_run_flags, int_at_least
 from opar_sim.cli.commands.run_cmd import execute
 from opar_sim.cli.tables import comparison_table, response_table
-from opar_sim.experiment.build import load_spec, parse_spec
-from opar_sim.experiment.edit import with_overrides
+from opar_sim.experiment.build import load_spec
+from opar_sim.experiment.edit import apply_changes, with_overrides
 from opar_sim.experiment.spec import ExperimentSpec
 from opar_sim.figures import write_figures
 
@@ -50,9 +50,8 @@ def parse_names(text: str) -> list[str]:
 def with_controllers(spec: ExperimentSpec, names: list[str]) -> ExperimentSpec:
     """``spec`` comparing ``names``; a controller the spec configures keeps its parameters."""
     configured = {c.name: c.params for c in [spec.controller, *spec.compare]}
-    data = spec.model_dump()
-    data["compare"] = [{"name": n, "params": configured.get(n, {})} for n in names]
-    return parse_spec(data, "--controllers")
+    compare = [{"name": n, "params": configured.get(n, {})} for n in names]
+    return apply_changes(spec, {"compare": compare}, "--controllers")
 
 
 def run(args: argparse.Namespace, console: Console) -> int:

@@ -1,34 +1,39 @@
-"""``opar-sim list``: the registered tasks and controllers."""
+"""``opar-sim list``: every registered pluggable part, kind by kind."""
 
 from __future__ import annotations
 
 import argparse
 
 from rich.console import Console
-from rich.table import Table
 
-import controllers
-import environments
+from opar_sim.cli.tables import TextTable
+from opar_sim.registry import KINDS, catalogue
 
 NAME = "list"
-HELP = "show the registered tasks and controllers"
+HELP = "show the registered tasks, controllers, wrappers, agents, backends, guards and studies"
+
+HEADINGS = {
+    "tasks": "what it is",
+    "controllers": "decision law",
+    "wrappers": "what it changes",
+    "agents": "what it is",
+    "backends": "what it runs",
+    "guards": "what it stops or overrides",
+    "studies": "what it measures",
+}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """No arguments."""
+    """Optionally one kind only."""
+    parser.add_argument("kind", nargs="?", choices=KINDS, help="list only this kind")
 
 
 def run(args: argparse.Namespace, console: Console) -> int:
-    tasks = Table(title="tasks", title_justify="left")
-    tasks.add_column("name", style="bold")
-    tasks.add_column("what it is")
-    for name in environments.names():
-        tasks.add_row(name, environments.describe(name))
-    ctrls = Table(title="controllers", title_justify="left")
-    ctrls.add_column("name", style="bold")
-    ctrls.add_column("decision law")
-    for name in controllers.names():
-        ctrls.add_row(name, controllers.describe(name))
-    console.print(tasks)
-    console.print(ctrls)
+    """Print one table per kind (tasks and controllers first)."""
+    parts = catalogue()
+    order = ["tasks", "controllers", *(k for k in KINDS if k not in ("tasks", "controllers"))]
+    for kind in [args.kind] if args.kind else order:
+        rows = [[name, about] for name, about in parts[kind]]
+        table = TextTable(kind, ["name", HEADINGS.get(kind, "what it is")], rows, [], left=2)
+        console.print(table.to_rich())
     return 0

@@ -8,7 +8,6 @@ from dataclasses import asdict
 from pathlib import Path
 
 from rich.console import Console
-from rich.table import Table
 
 from opar_sim.analysis.classic import (
     Contender,
@@ -20,6 +19,7 @@ from opar_sim.analysis.classic import (
 )
 from opar_sim.cli.commands.common import UsageError, default_out, int_at_least
 from opar_sim.cli.render import progress_bar
+from opar_sim.cli.tables import TextTable
 from opar_sim.experiment.build import load_spec
 from opar_sim.experiment.edit import with_overrides
 from opar_sim.experiment.rundir import prepare_out_dir
@@ -84,31 +84,32 @@ def run(args: argparse.Namespace, console: Console) -> int:
     responses = {c.name: closed_loop(params, c.gains, 1_000_003, 0) for c in contenders}
     figure = tuning.relay_figure(relay.outputs, relay.inputs, responses, spec.name)
     figures = save(figure, str(out / "relay"))
-    console.print(contender_table(contenders, args.holdout))
+    console.print(contender_table(contenders, args.holdout).to_rich())
     console.print(f"relay directory: [green]{out}[/]")
     for f in figures:
         console.print(f"figure: [green]{f}[/]")
     return 0
 
 
-def contender_table(contenders: list[Contender], holdout: int) -> Table:
-    table = Table(
-        title=f"PID gains on the plant: IAE on {holdout} held-out episodes", title_justify="left"
-    )
-    for column in ("gains", "kp", "ki", "kd", "IAE", "IAE - tuned", "95% CI"):
-        table.add_column(column, justify="right")
+def contender_table(contenders: list[Contender], holdout: int) -> TextTable:
+    """Each contender's gains and held-out IAE, with its margin over the tuned gains."""
+    title = f"PID gains on the plant: IAE on {holdout} held-out episodes"
+    columns = ["gains", "kp", "ki", "kd", "IAE", "IAE - tuned", "95% CI"]
+    rows = []
     for c in contenders:
         margin = interval = ""
         if c.name != "tuned":
             mean, lo, hi = next(x for x in contenders if x.name == "tuned").margin_over[c.name]
             margin, interval = f"{mean:+.3f}", f"{lo:+.3f} to {hi:+.3f}"
-        table.add_row(
-            c.name,
-            f"{c.gains.kp:.3f}",
-            f"{c.gains.ki:.3f}",
-            f"{c.gains.kd:.3f}",
-            f"{c.holdout_iae:.3f}",
-            margin,
-            interval,
+        rows.append(
+            [
+                c.name,
+                f"{c.gains.kp:.3f}",
+                f"{c.gains.ki:.3f}",
+                f"{c.gains.kd:.3f}",
+                f"{c.holdout_iae:.3f}",
+                margin,
+                interval,
+            ]
         )
-    return table
+    return TextTable(title, columns, rows, [], left=0, bold=False)

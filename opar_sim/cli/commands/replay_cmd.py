@@ -9,12 +9,12 @@ from __future__ import annotations
 import argparse
 
 from rich.console import Console
-from rich.table import Table
 
 import controllers
 from opar_sim.analysis.recorded import load_run
 from opar_sim.analysis.replay import replay, tally
 from opar_sim.cli.commands.common import UsageError
+from opar_sim.cli.tables import TextTable
 from opar_sim.experiment.rundir import to_line
 
 NAME = "replay"
@@ -36,18 +36,12 @@ def run(args: argparse.Namespace, console: Console) -> int:
     out = recorded.path / f"replay_{args.controller}.jsonl"
     out.write_text("".join(to_line(r.to_dict()) for r in replayed), encoding="utf-8")
     counts = tally(replayed)
-    table = Table(title=f"replayed under {args.controller}", title_justify="left")
-    table.add_column("verdict", style="bold")
-    table.add_column("episodes", justify="right")
-    for verdict, n in sorted(counts["verdicts"].items()):
-        table.add_row(verdict, str(n))
-    console.print(table)
-    outcomes = Table(title="outcomes", title_justify="left")
-    outcomes.add_column("outcome", style="bold")
-    outcomes.add_column("recorded", justify="right")
-    outcomes.add_column(args.controller, justify="right")
-    for name in sorted(set(counts["recorded"]) | set(counts["outcomes"])):
-        outcomes.add_row(name, str(counts["recorded"][name]), str(counts["outcomes"][name]))
-    console.print(outcomes)
+    verdicts = [[verdict, str(n)] for verdict, n in sorted(counts["verdicts"].items())]
+    title = f"replayed under {args.controller}"
+    console.print(TextTable(title, ["verdict", "episodes"], verdicts, []).to_rich())
+    names = sorted(set(counts["recorded"]) | set(counts["outcomes"]))
+    rows = [[n, str(counts["recorded"][n]), str(counts["outcomes"][n])] for n in names]
+    columns = ["outcome", "recorded", args.controller]
+    console.print(TextTable("outcomes", columns, rows, []).to_rich())
     console.print(f"wrote {out}", highlight=False)
     return 0

@@ -8,7 +8,8 @@ from rich.console import Console
 
 from opar_sim.cli.commands.common import add_run_flags, executor_config, out_dir
 from opar_sim.cli.llm_costs import print_llm_costs
-from opar_sim.cli.render import outcome_table, progress_bar, summary_table
+from opar_sim.cli.render import progress_bar
+from opar_sim.cli.tables import outcome_table, summary_table
 from opar_sim.experiment.build import load_spec
 from opar_sim.experiment.edit import with_overrides
 from opar_sim.experiment.executors import open_executor
@@ -58,8 +59,9 @@ def execute(
             on_progress=lambda n: bar.advance(job, n),
         )
     if tables:
-        console.print(summary_table(result.summary, f"{spec.name}: means per episode"))
-        console.print(outcome_table(result.summary))
+        console.print(summary_table(result.summary, f"{spec.name}: means per episode").to_rich())
+        outcomes = {name: s["outcomes"] for name, s in result.summary.items()}
+        console.print(outcome_table(outcomes).to_rich())
     console.print(f"run directory: [green]{result.out}[/]")
     for figure in write_run_figures(spec, result.out):
         console.print(f"figure: [green]{figure}[/]")

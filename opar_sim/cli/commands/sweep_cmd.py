@@ -5,10 +5,10 @@ from __future__ import annotations
 import argparse
 
 from rich.console import Console
-from rich.table import Table
 
 from opar_sim.cli.commands.common import add_run_flags, executor_config, out_dir
 from opar_sim.cli.render import progress_bar
+from opar_sim.cli.tables import TextTable
 from opar_sim.experiment.build import load_spec
 from opar_sim.experiment.edit import sweep_points, with_overrides
 from opar_sim.experiment.executors import open_executor
@@ -53,7 +53,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
             points=points,
         )
         bar.update(point_job, completed=len(points))
-    console.print(sweep_table(result))
+    console.print(sweep_table(result).to_rich())
     console.print(f"sweep directory: [green]{result.out}[/]")
     title = f"{spec.name}: sweep over {', '.join(spec.sweep)}"
     for figure in save(sweep_figure(result.rows, title), str(result.out / "sweep")):
@@ -65,24 +65,24 @@ def _label(value: object) -> str:
     return f"{value:.4g}" if isinstance(value, float) else str(value)
 
 
-def sweep_table(result: SweepResult) -> Table:
+def sweep_table(result: SweepResult) -> TextTable:
     """One row per point and controller: the assignment, success and cost."""
-    table = Table(title="sweep: means per episode", title_justify="left")
     paths = list(result.rows[0]["assignment"]) if result.rows else []
-    for path in paths:
-        table.add_column(path.rsplit(".", 1)[-1], justify="right")
-    for column in ("controller", "success", "95% CI", "steps", "tokens", "replans"):
-        table.add_column(column, justify="right")
+    columns = [path.rsplit(".", 1)[-1] for path in paths]
+    columns += ["controller", "success", "95% CI", "steps", "tokens", "replans"]
+    rows = []
     for row in result.rows:
         for name, s in row["summary"].items():
             lo, hi = s["success_ci95"]
-            table.add_row(
-                *(_label(row["assignment"][p]) for p in paths),
-                name,
-                f"{s['success_rate']:.1%}",
-                f"{lo:.0%}-{hi:.0%}",
-                f"{s['mean_steps']:.1f}",
-                f"{s['mean_tokens']:,.0f}",
-                f"{s['mean_replans']:.2f}",
+            rows.append(
+                [
+                    *(_label(row["assignment"][p]) for p in paths),
+                    name,
+                    f"{s['success_rate']:.1%}",
+                    f"{lo:.0%}-{hi:.0%}",
+                    f"{s['mean_steps']:.1f}",
+                    f"{s['mean_tokens']:,.0f}",
+                    f"{s['mean_replans']:.2f}",
+                ]
             )
-    return table
+    return TextTable("sweep: means per episode", columns, rows, [], left=0, bold=False)

@@ -9,7 +9,6 @@ from dataclasses import asdict
 from pathlib import Path
 
 from rich.console import Console
-from rich.table import Table
 
 from opar_sim.cli.commands.common import (
     UsageError,
@@ -19,6 +18,7 @@ from opar_sim.cli.commands.common import (
     int_at_least,
 )
 from opar_sim.cli.render import progress_bar
+from opar_sim.cli.tables import TextTable
 from opar_sim.experiment.build import load_spec, parse_spec
 from opar_sim.experiment.edit import with_overrides
 from opar_sim.experiment.executors import open_executor
@@ -72,7 +72,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
         result = tune(settings, evaluate, spec.seed, on_trial=lambda _t: bar.advance(job))
     out.mkdir(parents=True, exist_ok=True)
     figures = _write(out, spec.name, settings.space, result)
-    console.print(result_table(result))
+    console.print(result_table(result).to_rich())
     console.print("[bold]best gains[/] (paste into a spec):")
     console.print(toml_snippet(result.best_params), markup=False)
     console.print(f"tune directory: [green]{out}[/]")
@@ -113,22 +113,23 @@ def _write(out: Path, name: str, space: Mapping[str, object], result: TuneResult
     return figures
 
 
-def result_table(result: TuneResult) -> Table:
+def result_table(result: TuneResult) -> TextTable:
     """Training and held-out scores of the best gains against the spec's own."""
     h = result.holdout
     lo, hi = h.improvement_ci95
-    table = Table(title="tuning result (objective: lower is better)", title_justify="left")
-    for column in ("gains", "train objective", "held-out objective", "held-out success"):
-        table.add_column(column, justify="right")
-    table.add_row("spec defaults", "", f"{h.default_score:.4f}", f"{h.default_success:.1%}")
-    table.add_row(
-        "tuned (best)",
-        f"{result.best_train_score:.4f}",
-        f"{h.best_score:.4f}",
-        f"{h.best_success:.1%}",
-    )
-    table.caption = (
+    columns = ["gains", "train objective", "held-out objective", "held-out success"]
+    rows = [
+        ["spec defaults", "", f"{h.default_score:.4f}", f"{h.default_success:.1%}"],
+        [
+            "tuned (best)",
+            f"{result.best_train_score:.4f}",
+            f"{h.best_score:.4f}",
+            f"{h.best_success:.1%}",
+        ],
+    ]
+    note = (
         f"held-out improvement {h.improvement:+.4f} (95% CI {lo:+.4f} to {hi:+.4f}, "
         "paired bootstrap over episodes)"
     )
-    return table
+    title = "tuning result (objective: lower is better)"
+    return TextTable(title, columns, rows, [note], left=0, bold=False)

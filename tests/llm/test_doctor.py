@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import socket
-from pathlib import Path
 
 import pytest
 
 from opar_sim.cli.main import main
 from opar_sim.experiment.build import load_spec
 from opar_sim.llm.health import model_present
-
-ROOT = Path(__file__).resolve().parents[1]
+from tests.conftest import EXPERIMENTS
 
 
 def serve_ollama(httpserver, models):
@@ -86,7 +84,7 @@ def test_a_missing_spec_exits_2(capsys):
 
 
 def test_the_shipped_ollama_spec_names_no_host():
-    spec = load_spec(ROOT / "experiments" / "flight_booking_ollama.toml")
+    spec = load_spec(EXPERIMENTS / "flight_booking_ollama.toml")
     assert spec.agent.backend is not None and spec.agent.evaluator is not None
     assert spec.agent.backend.host is None and spec.agent.evaluator.host is None
 

@@ -2,10 +2,10 @@
 
 The LLM agent runs full, short episodes on weather and flight_booking, both
 in-process (backend "llamacpp") and through the official ``ollama`` client
-talking to tests/ollama_server.py, an Ollama-protocol server backed by the
+talking to tests/llm/ollama_server.py, an Ollama-protocol server backed by the
 same model.  The tests assert structure (valid signals, valid tool calls,
 token counts, outcomes), never the small model's judgement.  The contract
-behaviours of tests/test_ollama_contract.py are checked against that server
+behaviours of tests/llm/test_ollama_contract.py are checked against that server
 too, so it stays faithful to the API the canned replies describe.
 
 Needs the ``llm`` extra and the model (``make llm``); skipped without them,
@@ -21,7 +21,6 @@ from pathlib import Path
 import httpx
 import ollama
 import pytest
-from ollama_server import MODEL, OllamaServer
 
 import environments
 from opar_sim.cli.main import main
@@ -29,10 +28,11 @@ from opar_sim.llm import ModelMissing
 from opar_sim.llm.llamacpp_backend import LlamaCppBackend, bundled_model_path, llama_cpp_available
 from opar_sim.llm.ollama_backend import OllamaBackend
 from opar_sim.llm.schemas import ToolCallOut, action_schema
+from tests.conftest import EXPERIMENTS
+from tests.llm.ollama_server import MODEL, OllamaServer
 
 pytestmark = pytest.mark.llm
 
-ROOT = Path(__file__).resolve().parents[1]
 SIGNALS = {"continue", "replan", "terminate"}
 
 
@@ -106,7 +106,7 @@ def test_an_unknown_model_is_a_404_that_says_to_pull_it(server):
 
 def test_doctor_is_happy_with_the_server(server, monkeypatch):
     monkeypatch.setenv("OLLAMA_HOST", server.url)
-    assert main(["doctor", str(ROOT / "experiments" / "flight_booking_ollama.toml")]) == 1
+    assert main(["doctor", str(EXPERIMENTS / "flight_booking_ollama.toml")]) == 1
     assert main(["doctor"]) == 0
 
 

@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from opar_sim.analysis.run import RunAnalysis, analyze
 from opar_sim.experiment.build import load_spec, parse_spec
 from opar_sim.experiment.edit import with_overrides
 from opar_sim.experiment.runner import run_experiment
+from tests.conftest import EXPERIMENTS
 
-SPEC = Path(__file__).resolve().parents[1] / "experiments" / "compare_flight_booking.toml"
+SPEC = EXPERIMENTS / "compare_flight_booking.toml"
 EPISODES = 120
 
 

@@ -9,8 +9,8 @@ import pytest
 from opar_sim.experiment.build import load_spec
 from opar_sim.experiment.edit import with_overrides
 from opar_sim.experiment.runner import run_experiment
+from tests.conftest import EXPERIMENTS
 
-EXPERIMENTS = Path(__file__).resolve().parents[1] / "experiments"
 SPECS = sorted(EXPERIMENTS.glob("*.toml"))
 
 

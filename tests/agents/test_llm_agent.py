@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
-from llm_fakes import Responder, action_reply, evaluation_reply, plan_reply
 
 import controllers
 import environments
@@ -21,6 +19,8 @@ from opar_sim.experiment.spec import SpecError
 from opar_sim.llm import BackendUnavailable, ScriptedBackend
 from opar_sim.llm.prompts import describe_tool
 from opar_sim.llm.schemas import action_schema
+from tests.agents.llm_fakes import Responder, action_reply, evaluation_reply, plan_reply
+from tests.conftest import EXPERIMENTS
 
 QUIET = {"tools": {"failure_rate": 0.0, "latency_sigma": 0.0}}
 RAINY = {"rain_probability": 1.0, **QUIET}  # the forecast says rain: advise an umbrella
@@ -205,7 +205,7 @@ def test_agent_llm_on_a_simulated_spec_uses_the_embedded_model_by_default():
     from opar_sim.experiment.edit import with_overrides
     from opar_sim.llm.llamacpp_backend import LlamaCppBackend
 
-    path = Path(__file__).resolve().parents[1] / "experiments" / "weather.toml"
+    path = EXPERIMENTS / "weather.toml"
     agent = build(with_overrides(load_spec(path), agent="llm")).make_agent()
     assert isinstance(agent, LLMAgent) and isinstance(agent.backend, LlamaCppBackend)
     assert agent.backend.model == "smollm2" and agent.evaluator is agent.backend

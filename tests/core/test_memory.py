@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
@@ -21,8 +20,7 @@ from opar_sim.core.types import EpisodeResult
 from opar_sim.experiment.build import parse_spec
 from opar_sim.experiment.runner import run_experiment
 from opar_sim.experiment.spec import SpecError
-
-EXPERIMENTS = Path(__file__).resolve().parents[1] / "experiments"
+from tests.conftest import EXPERIMENTS
 
 
 def test_compress_folds_older_steps_into_one_cheaper_memory_entry():

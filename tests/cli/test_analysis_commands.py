@@ -21,9 +21,8 @@ from opar_sim.experiment.edit import with_overrides
 from opar_sim.experiment.rundir import iter_episodes, iter_traces
 from opar_sim.experiment.runner import run_experiment
 from opar_sim.figures import build_figures
+from tests.conftest import SPEC
 
-ROOT = Path(__file__).resolve().parents[1]
-SPEC = str(ROOT / "experiments" / "flight_booking.toml")
 FIGURES = ("convergence", "signals", "phase", "outcomes", "pareto", "pid_terms")
 
 

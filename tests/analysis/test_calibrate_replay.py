@@ -12,9 +12,7 @@ from opar_sim.analysis.recorded import load_run
 from opar_sim.analysis.replay import replay
 from opar_sim.cli.main import main
 from opar_sim.experiment.spec import ControllerSpec
-
-ROOT = Path(__file__).resolve().parents[1]
-SPEC = str(ROOT / "experiments" / "flight_booking.toml")
+from tests.conftest import SPEC
 
 
 @pytest.fixture(scope="module")

@@ -4,7 +4,7 @@ pytest-httpserver plays Ollama with replies shaped as the documented API
 (docs/api.md of ollama/ollama): non-streamed, streamed NDJSON ending with a
 metrics line, tool calls, 404 for a model not pulled, 500, an error line in
 the middle of a stream; plus a closed port and a server slower than the
-timeout.  tests/test_llm_integration.py runs the same behaviours against the
+timeout.  tests/llm/test_llm_integration.py runs the same behaviours against the
 llama.cpp-backed Ollama-protocol server.
 """
 

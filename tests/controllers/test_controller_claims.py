@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from opar_sim.experiment.build import load_spec, parse_spec
 from opar_sim.experiment.runner import run_experiment
-
-EXPERIMENTS = Path(__file__).resolve().parents[1] / "experiments"
+from tests.conftest import EXPERIMENTS
 
 
 def test_oracle_bounds_the_pid_which_beats_open_loop(tmp_path):

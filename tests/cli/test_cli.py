@@ -10,9 +10,7 @@ from pathlib import Path
 import pytest
 
 from opar_sim.cli.main import main
-
-ROOT = Path(__file__).resolve().parents[1]
-SPEC = str(ROOT / "experiments" / "flight_booking.toml")
+from tests.conftest import SPEC
 
 
 def test_run_writes_the_run_directory(tmp_path, capsys):

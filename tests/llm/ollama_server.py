@@ -8,7 +8,7 @@ maps ``num_predict`` → max_tokens, ``temperature`` and ``seed``.  An unknown
 model is a 404 with Ollama's error body.  Durations are nanoseconds, as in
 Ollama's replies.
 
-Run it by hand with ``python tests/ollama_server.py --port 11434``.
+Run it by hand with ``python tests/llm/ollama_server.py --port 11434``.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ The digests in ``golden_digests.json`` were recorded before the packages were
 reorganised (issue 10); a change that moves code must leave every
 ``episodes.jsonl`` and ``steps.jsonl`` byte-identical, and ``summary.json`` too.
 A change that alters random streams or results on purpose regenerates them with
-``OPAR_SIM_REGOLD=1 pytest tests/test_golden.py`` and says so in its commit.
+``OPAR_SIM_REGOLD=1 pytest tests/experiment/test_golden.py`` and says so in its commit.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from opar_sim.cli import main
+from tests.conftest import EXPERIMENTS
 
-ROOT = Path(__file__).resolve().parents[1]
 GOLDEN = Path(__file__).with_name("golden_digests.json")
 FILES = ("episodes.jsonl", "steps.jsonl", "summary.json")
 
@@ -48,7 +48,7 @@ def _digests(out: Path) -> dict[str, str]:
 
 
 def _run(name: str, command: str, seed: int, episodes: int, out: Path) -> dict[str, str]:
-    spec = str(ROOT / "experiments" / f"{name}.toml")
+    spec = str(EXPERIMENTS / f"{name}.toml")
     argv = [command, spec, "--seed", str(seed), "--episodes", str(episodes)]
     argv += ["--out", str(out), "--workers", "1"]
     assert main(argv) == 0

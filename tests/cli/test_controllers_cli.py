@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
 import controllers
 from opar_sim.cli.main import main
-
-ROOT = Path(__file__).resolve().parents[1]
-SPEC = str(ROOT / "experiments" / "flight_booking.toml")
+from tests.conftest import SPEC
 
 
 @pytest.mark.parametrize("name", controllers.names())

@@ -1,0 +1,73 @@
+"""The spec pipeline: schema, one dotted-path editor, and each spec built once per process."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from opar_sim.experiment import build as build_module
+from opar_sim.experiment.build import load_spec, parse_spec
+from opar_sim.experiment.edit import apply_changes, changed, sweep_points, with_overrides
+from opar_sim.experiment.executors import SerialExecutor
+from opar_sim.experiment.spec import SpecError
+from opar_sim.experiment.sweep import run_sweep
+
+
+def test_changed_sets_and_removes_dotted_paths_on_a_copy():
+    data = {"name": "x", "agent": {"params": {"bias": 0.1, "noise": 0.2}}}
+    out = changed(data, {"agent.params.bias": 0.3, "agent.params.noise": None, "seed": 4})
+    assert out == {"name": "x", "agent": {"params": {"bias": 0.3}}, "seed": 4}
+    assert data == {"name": "x", "agent": {"params": {"bias": 0.1, "noise": 0.2}}}
+
+
+def test_apply_changes_validates_and_names_the_source():
+    spec = parse_spec({"name": "x"})
+    assert apply_changes(spec, {"controller.params.kp": 2.0}, "test").controller.params == {
+        "kp": 2.0
+    }
+    with pytest.raises(SpecError, match=r"^--flag: controller: controller 'pid': .*kpp"):
+        apply_changes(spec, {"controller.params.kpp": 2.0}, "--flag")
+    with pytest.raises(SpecError, match=r"^--flag: .*'name' is not a table"):
+        apply_changes(spec, {"name.inner": 1}, "--flag")
+
+
+def test_with_overrides_keeps_the_spec_when_nothing_changes():
+    spec = parse_spec({"name": "x"})
+    assert with_overrides(spec) is spec
+    assert with_overrides(spec, episodes=7, seed=3).model_dump() == spec.model_dump() | {
+        "episodes": 7,
+        "seed": 3,
+    }
+
+
+def _sweep_spec(tmp_path: Path) -> str:
+    path = tmp_path / "grid.toml"
+    path.write_text(
+        'name = "grid"\nepisodes = 2\n[controller]\nname = "pid"\n'
+        "[sweep]\n"
+        '"controller.params.kp" = [0.5, 0.75, 1.0, 1.25, 1.5]\n'
+        '"controller.params.kd" = [0.0, 0.1, 0.2, 0.3, 0.4]\n'
+    )
+    return str(path)
+
+
+def test_a_25_point_sweep_builds_each_spec_once_per_process(tmp_path, monkeypatch):
+    """The parent builds the sweep spec and each of its 25 points exactly once.
+
+    Before the spec pipeline had one owner, the same sweep built every point
+    four times in the parent (parse, sweep point, run, chunk) and again in the
+    worker whenever its 16-entry cache turned over.  The serial executor runs
+    the chunks in this process, so the worker's builds show up here too: none.
+    """
+    monkeypatch.setattr(build_module, "_CACHE", {})
+    monkeypatch.setattr(build_module, "BUILDS", type(build_module.BUILDS)())
+    spec = load_spec(_sweep_spec(tmp_path))
+    points = sweep_points(spec)
+    assert len(points) == 25
+    run_sweep(spec, tmp_path / "out", executor=SerialExecutor(), parallelism=1, points=points)
+    builds = build_module.BUILDS
+    assert builds["grid"] == 1  # the sweep spec itself
+    assert sorted(builds) == sorted(["grid", *(p.name for _, p in points)])
+    assert set(builds.values()) == {1}  # every point once: parent and worker share the cache
+    assert sum(builds.values()) == 26
