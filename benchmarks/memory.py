@@ -25,7 +25,7 @@ def peak(episodes: int) -> float:
     )
     with tempfile.TemporaryDirectory() as tmp:
         tracemalloc.start()
-        run_experiment(spec, Path(tmp) / "run", figures=False)
+        run_experiment(spec, Path(tmp) / "run")
         _, top = tracemalloc.get_traced_memory()
         tracemalloc.stop()
     return top / 2**20

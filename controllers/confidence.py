@@ -29,6 +29,13 @@ class ConfidenceReflector:
     def __init__(
         self, threshold: float = 0.8, progress_act: float = PROGRESS_ACT, min_dwell: int = 1
     ) -> None:
+        """Build the law.
+
+        Args:
+            threshold: The confidence at which to TERMINATE, in [0, 1].
+            progress_act: δ_act at or above which the last step counts as progress.
+            min_dwell: Steps a plan must run before this law may REPLAN it (>= 1).
+        """
         require_unit(threshold=threshold, progress_act=progress_act)
         if min_dwell < 1:
             raise ValueError(f"min_dwell must be >= 1, got {min_dwell}")
@@ -40,6 +47,15 @@ class ConfidenceReflector:
         """Stateless: nothing to forget."""
 
     def decide(self, evaluation: Evaluation, ctx: ReflectContext) -> Decision:
+        """TERMINATE when confident; REPLAN when information is missing and the step stalled.
+
+        Args:
+            evaluation: The agent's self-assessment: its confidence, δ_act and what it misses.
+            ctx: The loop's context; only ``plan_age`` is read (for ``min_dwell``).
+
+        Returns:
+            The decision, with terms ``confidence``, ``delta_act`` and ``missing`` (a count).
+        """
         terms = {
             "confidence": evaluation.confidence,
             "delta_act": evaluation.delta_act,

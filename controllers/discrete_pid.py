@@ -93,6 +93,24 @@ class DiscretePID:
         tau: float = 0.0,
         setpoint: float = 1.0,
     ) -> None:
+        """Build the PID; every option is described in the module docstring.
+
+        Args:
+            kp: Proportional gain (>= 0).
+            ki: Integral gain, per simulated second (>= 0).
+            kd: Derivative gain, in simulated seconds (>= 0).
+            output_limits: (low, high) clamp of the output; None leaves it open.
+            integral_limits: (low, high) clamp of the I term; defaults to ``output_limits``.
+            integral_leak: Decay rate λ of the integral, in 1/s (0: no leak).
+            back_calculation: Anti-windup tracking gain kt, in 1/s (0: off).
+            derivative_on: ``"error"`` or ``"measurement"`` (no derivative kick).
+            tau: Time constant of the derivative filter, in s (0: unfiltered).
+            setpoint: The target of the measurement.
+
+        Raises:
+            ValueError: For a negative or infinite gain or rate, bad limits, an
+                unknown ``derivative_on`` or a non-finite ``setpoint``.
+        """
         require_non_negative(
             kp=kp,
             ki=ki,
@@ -141,8 +159,17 @@ class DiscretePID:
     def update(self, error: float, dt: float, *, measurement: float | None = None) -> float:
         """Advance by one sample of ``error`` taken ``dt`` simulated seconds after the last.
 
-        Returns the control effort u = P + I + D, clamped to ``output_limits``.
-        ``measurement`` matters only with ``derivative_on="measurement"``.
+        Args:
+            error: The error sample e (finite).
+            dt: Simulated seconds since the previous sample (finite, >= 0; 0 gives no D).
+            measurement: The measurement y, read only with ``derivative_on="measurement"``
+                (defaults to ``setpoint − error``).
+
+        Returns:
+            The control effort u = P + I + D, clamped to ``output_limits``.
+
+        Raises:
+            ValueError: For a non-finite ``error`` or measurement, or a bad ``dt``.
         """
         if not math.isfinite(error):
             raise ValueError(f"error must be finite, got {error}")

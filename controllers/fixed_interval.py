@@ -21,6 +21,12 @@ class FixedInterval:
     name = "fixed_interval"
 
     def __init__(self, interval: int = 3, complete: float = 0.9) -> None:
+        """Build the law.
+
+        Args:
+            interval: Steps under one plan after which to REPLAN (smolagents' N, >= 1).
+            complete: δ_task at which the agent gives its final answer (TERMINATE).
+        """
         if interval < 1:
             raise ValueError(f"interval must be >= 1, got {interval}")
         require_unit(complete=complete)
@@ -31,6 +37,15 @@ class FixedInterval:
         """Stateless: the plan's age comes from the loop."""
 
     def decide(self, evaluation: Evaluation, ctx: ReflectContext) -> Decision:
+        """TERMINATE on the final answer, REPLAN when the plan's age reaches the interval.
+
+        Args:
+            evaluation: The agent's self-assessment; only δ_task is read.
+            ctx: The loop's context; ``plan_age`` clocks the planning interval.
+
+        Returns:
+            The decision, with terms ``delta_task`` and ``plan_age``.
+        """
         terms = {"delta_task": evaluation.delta_task, "plan_age": float(ctx.plan_age)}
         if evaluation.delta_task >= self.complete:
             return Decision(ControlSignal.TERMINATE, "final answer: δ_task ≥ complete", terms)

@@ -21,6 +21,15 @@ class OpenLoop:
         """Stateless: nothing to forget."""
 
     def decide(self, evaluation: Evaluation, ctx: ReflectContext) -> Decision:
+        """CONTINUE while the plan has steps left, TERMINATE once it is exhausted.
+
+        Args:
+            evaluation: Ignored: an open loop measures nothing.
+            ctx: The loop's context; ``plan_exhausted`` ends the run.
+
+        Returns:
+            The decision, with the term ``plan_age``.
+        """
         terms = {"plan_age": float(ctx.plan_age)}
         if ctx.plan_exhausted:
             return Decision(ControlSignal.TERMINATE, "plan exhausted", terms)

@@ -27,6 +27,11 @@ class Oracle:
     name = "oracle"
 
     def __init__(self, plan_quality: float = 0.7) -> None:
+        """Build the law; it must be handed a truth probe before its first decision.
+
+        Args:
+            plan_quality: The hidden plan quality below which a plan is bad (REPLAN).
+        """
         require_unit(plan_quality=plan_quality)
         self.plan_quality = plan_quality
         self._truth: TruthProbe | None = None
@@ -39,7 +44,18 @@ class Oracle:
         self._truth = probe
 
     def decide(self, evaluation: Evaluation, ctx: ReflectContext) -> Decision:
-        """Decide from the hidden state, read through the probe."""
+        """Decide from the hidden state, read through the probe.
+
+        Args:
+            evaluation: Ignored: the oracle reads the truth instead.
+            ctx: Ignored.
+
+        Returns:
+            The decision, with terms ``progress`` and ``plan_quality`` (both hidden truth).
+
+        Raises:
+            RuntimeError: If no truth probe was bound (``bind_truth``).
+        """
         if self._truth is None:
             raise RuntimeError("the oracle needs the episode's truth probe (bind_truth)")
         truth: Truth = self._truth()

@@ -75,6 +75,32 @@ class CognitivePID(DiscretePID):
         tau: float = 0.0,
         setpoint: float = 1.0,
     ) -> None:
+        """Build the law; the effort → signal map is described in the module docstring.
+
+        Args:
+            kp: Proportional gain on e = setpoint − δ_task.
+            ki: Integral gain, per simulated second.
+            kd: Derivative gain, in simulated seconds.
+            replan_threshold: The effort u at or above which to REPLAN.
+            hysteresis: Width h of the relay: after a REPLAN it re-arms once u falls
+                to ``replan_threshold − h`` (0: always armed).
+            min_dwell: Steps a plan must run before it may be replanned.
+            integral_on_replan: ``"reset"``, ``"keep"`` or ``"scale"`` the integral on REPLAN.
+            integral_scale: The factor for ``integral_on_replan="scale"``, in [0, 1].
+            settle_band: The error inside which the loop counts as settled, in [0, 1].
+            settle_count: Consecutive settled Reflects needed to TERMINATE (>= 1).
+            confidence_floor: The confidence a settled TERMINATE also needs, in [0, 1].
+            give_up_after: Σ e·dt (error·seconds) past which giving up is allowed (inf: never).
+            give_up_window: Reflects without a new error low before giving up (>= 1).
+            give_up_margin: How much lower an error must be to count as a new low.
+            output_limits: (low, high) clamp of the effort; None leaves it open.
+            integral_limits: (low, high) clamp of the I term; defaults to ``output_limits``.
+            integral_leak: Decay rate λ of the integral, in 1/s.
+            back_calculation: Anti-windup tracking gain kt, in 1/s.
+            derivative_on: ``"error"`` or ``"measurement"``.
+            tau: Time constant of the derivative filter, in s.
+            setpoint: The target of δ_task (1: task complete).
+        """
         require_non_negative(
             replan_threshold=replan_threshold,
             hysteresis=hysteresis,
@@ -129,6 +155,16 @@ class CognitivePID(DiscretePID):
         self._since_best = 0
 
     def decide(self, evaluation: Evaluation, ctx: ReflectContext) -> Decision:
+        """Update the PID on e = setpoint − δ_task, then settle, give up, REPLAN or CONTINUE.
+
+        Args:
+            evaluation: The agent's self-assessment; δ_task and confidence are read.
+            ctx: The loop's context: ``dt`` clocks the PID, ``plan_age`` the dwell.
+
+        Returns:
+            The decision, with terms ``error``, ``p``, ``i``, ``d``, ``effort`` and
+            ``accumulated`` (Σ e·dt over the episode).
+        """
         measurement = evaluation.delta_task
         error = self.setpoint - measurement
         effort = self.update(error, ctx.dt, measurement=measurement)

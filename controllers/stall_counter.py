@@ -35,6 +35,14 @@ class StallCounter:
         complete: float = 0.9,
         progress_act: float = PROGRESS_ACT,
     ) -> None:
+        """Build the law.
+
+        Args:
+            max_stalls: Stall count at which to REPLAN (Magentic-One's 3, >= 1).
+            max_replans: Replans after which a further stall means give up (>= 0).
+            complete: δ_task at which the request counts as satisfied (TERMINATE).
+            progress_act: δ_act at or above which the last step counts as progress.
+        """
         if max_stalls < 1:
             raise ValueError(f"max_stalls must be >= 1, got {max_stalls}")
         if max_replans < 0:
@@ -52,6 +60,15 @@ class StallCounter:
         self._replans = 0
 
     def decide(self, evaluation: Evaluation, ctx: ReflectContext) -> Decision:
+        """Update the stall counter from δ_act, then TERMINATE, REPLAN, give up or CONTINUE.
+
+        Args:
+            evaluation: The agent's self-assessment; δ_act and δ_task are read.
+            ctx: Ignored: the law keeps its own counts.
+
+        Returns:
+            The decision, with terms ``delta_task``, ``stalls`` and ``replans``.
+        """
         if made_progress(evaluation, self.progress_act):
             self._stalls = max(0, self._stalls - 1)
         else:

@@ -24,6 +24,13 @@ class ThresholdReflector:
         threshold_drift: float = 0.6,
         threshold_valid: float = 0.3,
     ) -> None:
+        """Build the law.
+
+        Args:
+            threshold_complete: δ_task at or above which to TERMINATE.
+            threshold_drift: δ_plan above which the plan has drifted (REPLAN).
+            threshold_valid: δ_act below which the last action failed (REPLAN).
+        """
         require_unit(
             threshold_complete=threshold_complete,
             threshold_drift=threshold_drift,
@@ -37,6 +44,15 @@ class ThresholdReflector:
         """Stateless: nothing to forget."""
 
     def decide(self, evaluation: Evaluation, ctx: ReflectContext) -> Decision:
+        """Compare δ_task, δ_plan and δ_act with the fixed thresholds, in that order.
+
+        Args:
+            evaluation: The agent's self-assessment (Algorithm 2's sensor reading).
+            ctx: Ignored: the law is stateless.
+
+        Returns:
+            The decision, with terms ``delta_task``, ``delta_act`` and ``delta_plan``.
+        """
         terms = {
             "delta_task": evaluation.delta_task,
             "delta_act": evaluation.delta_act,

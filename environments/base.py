@@ -63,6 +63,7 @@ class SimTask(ABC):
     def reset(
         self, env: simpy.Environment, rng: np.random.Generator, tool_rng: np.random.Generator
     ) -> Observation:
+        """Take the episode's clock and streams, draw a fresh hidden world, and observe it."""
         self.env = env
         self.rng = rng
         self.tool_rng = tool_rng
@@ -124,6 +125,7 @@ class SimTask(ABC):
         """EXTRACT_ANSWER: the task's current answer, as text."""
 
     def wrong_actions(self) -> Sequence[Action]:
+        """Plausible calls that would not move the task on now; none by default."""
         return ()
 
     def disturb(self, rng: np.random.Generator) -> str | None:
@@ -144,6 +146,7 @@ class SimTask(ABC):
 
     @property
     def feasible(self) -> bool:
+        """Whether the goal can still be met; a task that cannot fail is always feasible."""
         return True
 
     @property

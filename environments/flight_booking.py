@@ -49,6 +49,8 @@ from opar_sim.core.types import Action, ActionResult, Observation, PlanStep
 
 
 class FlightBookingParams(BaseModel):
+    """Parameters of ``flight_booking``: the flights, the goal's constraints and the faults."""
+
     model_config = ConfigDict(extra="forbid")
 
     n_flights: int = Field(12, ge=1, le=200)
@@ -63,18 +65,20 @@ class FlightBookingParams(BaseModel):
     tools: ToolParams = ToolParams()
 
 
-class SearchArgs(BaseModel):
+# Tool argument schemas carry no docstring: pydantic would put it in the JSON schema
+# sent to the LLM (its "description"), changing the constrained output format.
+class SearchArgs(BaseModel):  # noqa: D101
     model_config = ConfigDict(extra="forbid")
     range: Literal["next_week", "widened"]
 
 
-class FilterArgs(BaseModel):
+class FilterArgs(BaseModel):  # noqa: D101
     model_config = ConfigDict(extra="forbid")
     max_price: float = Field(gt=0)
     earliest_hour: int = Field(ge=0, le=23)
 
 
-class BookArgs(BaseModel):
+class BookArgs(BaseModel):  # noqa: D101
     model_config = ConfigDict(extra="forbid")
     flight_id: int = Field(ge=0)
     payment: Literal["points", "cash"]
@@ -82,6 +86,8 @@ class BookArgs(BaseModel):
 
 @dataclass(slots=True)
 class Flight:
+    """One flight of the hidden world; ``seen_price`` is the fare the agent last read."""
+
     flight_id: int
     price: float
     hour: int
@@ -307,9 +313,15 @@ class FlightBooking(SimTask):
 
     @property
     def progress(self) -> float:
+        """Ground-truth progress: results, the best flight seen, balance, shortlist; 1.0 booked."""
         return self._cached()[0]
 
     def observe(self) -> Observation:
+        """Counts of results seen, whether the balance is known, and the booking.
+
+        Its visible progress takes the best flight seen for the best one, so it
+        overrates a search whose cheapest valid flight is on an unread page.
+        """
         return self._cached()[1]
 
     def _cached(self) -> tuple[float, Observation]:
@@ -326,10 +338,12 @@ class FlightBooking(SimTask):
 
     @property
     def complete(self) -> bool:
+        """Whether the best valid flight is booked with the right payment."""
         return self.progress >= 1.0
 
     @property
     def feasible(self) -> bool:
+        """Whether any flight meets the price and departure constraints."""
         return self._best is not None
 
     def _observation(self) -> Observation:
@@ -355,6 +369,11 @@ class FlightBooking(SimTask):
 
     # -- the expert ------------------------------------------------------------
     def expert_action(self) -> Action:
+        """Search (widening if empty), page to the best flight, check points, shortlist, book.
+
+        A wrong booking is cancelled first; a fare that moved since it was read
+        is searched again.
+        """
         p = self.params
         if self.booking is not None and not self.complete:
             return Action.of("cancel_booking")
@@ -379,6 +398,7 @@ class FlightBooking(SimTask):
         return Action.of("book_flight", flight_id=best, payment=self._right_payment(best))
 
     def wrong_actions(self) -> Sequence[Action]:
+        """Repeat the search, recheck points, filter too loosely, or book the cheapest by cash."""
         p = self.params
         wrong = [
             Action.of("search_flights", range="next_week"),
@@ -394,6 +414,7 @@ class FlightBooking(SimTask):
         return wrong
 
     def plan_template(self) -> tuple[PlanStep, ...]:
+        """Search (widen if empty), read the pages, check points, filter, book."""
         p = self.params
         return (
             PlanStep(
@@ -417,6 +438,7 @@ class FlightBooking(SimTask):
         )
 
     def answer(self) -> str:
+        """The booking made (flight, departure, fare, payment), or "no booking"."""
         if self.booking is None:
             return "no booking"
         fid, payment = self.booking

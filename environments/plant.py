@@ -64,6 +64,8 @@ SET_POINT = 1.0
 
 
 class PlantParams(BaseModel):
+    """Parameters of ``plant``: the first-order dynamics, dead time, load step and noise."""
+
     model_config = ConfigDict(extra="forbid")
 
     gain: float = Field(1.0, gt=0, description="K: steady-state output per unit input")
@@ -78,7 +80,9 @@ class PlantParams(BaseModel):
     tools: ToolParams = ToolParams(latency_median=0.2, latency_sigma=0.3, failure_rate=0.02)
 
 
-class ActuateArgs(BaseModel):
+# Tool argument schemas carry no docstring: pydantic would put it in the JSON schema
+# sent to the LLM (its "description"), changing the constrained output format.
+class ActuateArgs(BaseModel):  # noqa: D101
     model_config = ConfigDict(extra="forbid")
     u: float = Field(ge=-100.0, le=100.0)
 
@@ -147,13 +151,16 @@ class Plant(SimTask):
     # -- ground truth and what the agent sees ----------------------------------
     @property
     def progress(self) -> float:
+        """Ground-truth progress 1 − |r − y_k| on the true output, clipped to [0, 1]."""
         return min(1.0, max(0.0, 1.0 - abs(SET_POINT - self.y)))
 
     @property
     def complete(self) -> bool:
+        """Whether the true output is within ``band`` of the set-point now."""
         return abs(SET_POINT - self.y) <= self.params.band
 
     def observe(self) -> Observation:
+        """The sample count and the noisy measurement m_k; progress as seen through the noise."""
         seen = min(1.0, max(0.0, 1.0 - abs(SET_POINT - self.measured)))
         return Observation(f"k={self.k} y={self.measured:.3f}", seen, tokens=10)
 
@@ -167,9 +174,11 @@ class Plant(SimTask):
         return round(min(self.params.u_max, max(self.params.u_min, u_star)), 6)
 
     def expert_action(self) -> Action:
+        """``actuate`` with the deadbeat input (see ``deadbeat_input``)."""
         return Action.of("actuate", u=self.deadbeat_input())
 
     def wrong_actions(self) -> Sequence[Action]:
+        """Idle (u = 0), overdo it (u = u_max), or measure and lose the sample."""
         return (
             Action.of("actuate", u=0.0),
             Action.of("actuate", u=self.params.u_max),
@@ -177,6 +186,7 @@ class Plant(SimTask):
         )
 
     def plan_template(self) -> tuple[PlanStep, ...]:
+        """Measure, then actuate toward the set-point, correcting for the load if it drifts."""
         return (
             PlanStep("measure", "read the output"),
             PlanStep(
@@ -188,6 +198,7 @@ class Plant(SimTask):
         )
 
     def answer(self) -> str:
+        """The true output and the number of samples taken."""
         return f"y = {self.y:.3f} after {self.k} samples"
 
     # -- classic analysis ------------------------------------------------------

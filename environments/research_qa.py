@@ -61,6 +61,8 @@ TOPICS = (
 
 
 class ResearchQAParams(BaseModel):
+    """Parameters of ``research_qa``: K, the corpus, the ranking noise and the bad documents."""
+
     model_config = ConfigDict(extra="forbid")
 
     n_facts: int = Field(3, ge=1, le=len(TOPICS), description="K: distinct facts needed")
@@ -73,18 +75,22 @@ class ResearchQAParams(BaseModel):
     tools: ToolParams = ToolParams(latency_median=0.4, timeout=2.0, failure_rate=0.03)
 
 
-class SearchArgs(BaseModel):
+# Tool argument schemas carry no docstring: pydantic would put it in the JSON schema
+# sent to the LLM (its "description"), changing the constrained output format.
+class SearchArgs(BaseModel):  # noqa: D101
     model_config = ConfigDict(extra="forbid")
     query: str = Field(min_length=1, max_length=200)
 
 
-class FetchArgs(BaseModel):
+class FetchArgs(BaseModel):  # noqa: D101
     model_config = ConfigDict(extra="forbid")
     doc: int = Field(ge=0)
 
 
 @dataclass(slots=True)
 class Document:
+    """One document of the hidden corpus: its topic, whether it supports the fact, if gone."""
+
     doc_id: int
     topic: int  # -1: irrelevant to the question
     supports: bool  # False: contradicts the fact of its topic
@@ -232,15 +238,18 @@ class ResearchQA(SimTask):
 
     @property
     def progress(self) -> float:
+        """Ground-truth progress: 0.9 × the share of facts right, 1.0 once answered right."""
         if self.answered_right:
             return 1.0
         return 0.9 * self._right() / len(self.topics)
 
     @property
     def complete(self) -> bool:
+        """Whether an answer was given with all K facts right."""
         return bool(self.answered_right)
 
     def observe(self) -> Observation:
+        """Per topic: held, conflict or unknown; visible progress counts facts held, even wrong."""
         held = self._held()
         visible = 1.0 if self.answered_held else 0.9 * held / len(self.topics)
         parts = []
@@ -250,6 +259,10 @@ class ResearchQA(SimTask):
 
     # -- the expert ------------------------------------------------------------
     def expert_action(self) -> Action:
+        """Fetch a supporting document of the first topic not yet right, else search it afresh.
+
+        With every fact right, answer.
+        """
         missing = [t for t in range(len(self.topics)) if self.support[t] <= self.contra[t]]
         if not missing:
             return Action.of("answer")
@@ -272,6 +285,7 @@ class ResearchQA(SimTask):
         return Action.of("search", query=query)
 
     def wrong_actions(self) -> Sequence[Action]:
+        """Repeat the last search, read a useless or contradicting document, answer too early."""
         wrong = [Action.of("search", query=self.last_query or "go gc")]
         useless = [
             i for i in sorted(self.rank) if self.docs[i].topic < 0 or not self.docs[i].supports
@@ -283,6 +297,7 @@ class ResearchQA(SimTask):
         return wrong
 
     def plan_template(self) -> tuple[PlanStep, ...]:
+        """Search each topic (reformulating on repeats), read sources, answer."""
         return (
             PlanStep(
                 "search",
@@ -300,6 +315,7 @@ class ResearchQA(SimTask):
         )
 
     def answer(self) -> str:
+        """The topics the answer covers, or "no answer yet" before ``answer()`` is called."""
         held = [t for t, s, c in zip(self.topics, self.support, self.contra, strict=True) if s != c]
         if self.answered_right is None:
             return "no answer yet"

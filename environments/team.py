@@ -28,8 +28,8 @@ Version history
 Each sub-agent is a simulated agent with its own Reflect controller
 (``sub_controller``) and step limit, seeded from this task's generator; the
 orchestrator side (``opar_sim.agents.orchestrator``, bound before the episode
-runs) runs its loop in this world's clock, and its steps are written to ``steps.jsonl`` under its own agent name
-(``sub:<subtask>``) with the parent named.
+runs) runs its loop in this world's clock, and its steps are written to
+``steps.jsonl`` under its own agent name (``sub:<subtask>``) with the parent named.
 """
 
 from __future__ import annotations
@@ -47,6 +47,8 @@ from opar_sim.core.types import Action, ActionResult, EpisodeResult, Observation
 
 
 class TeamParams(BaseModel):
+    """Parameters of ``team``: the subtasks and the sub-agents' controller and limits."""
+
     model_config = ConfigDict(extra="forbid")
 
     subtasks: list[str] = Field(default_factory=lambda: ["weather", "flight_booking"], min_length=1)
@@ -68,7 +70,9 @@ class TeamParams(BaseModel):
         return names
 
 
-class DelegateArgs(BaseModel):
+# Tool argument schemas carry no docstring: pydantic would put it in the JSON schema
+# sent to the LLM (its "description"), changing the constrained output format.
+class DelegateArgs(BaseModel):  # noqa: D101
     model_config = ConfigDict(extra="forbid")
     subtask: str
 
@@ -116,6 +120,11 @@ class Team(SimTask):
 
     # -- tools ---------------------------------------------------------------
     def execute(self, action: Action) -> TaskEvent:
+        """Run a call; ``delegate`` and ``delegate_all`` block on sub-agents' whole episodes.
+
+        Delegation has no tool latency or failure of its own: the result's latency
+        is the simulated time the sub-episodes took.  ``combine`` runs as a plain tool.
+        """
         if action.tool == "delegate":
             subtask = str(action.arg("subtask"))
             if subtask not in self.params.subtasks:
@@ -174,15 +183,21 @@ class Team(SimTask):
     # -- ground truth and what the orchestrator sees ---------------------------
     @property
     def progress(self) -> float:
+        """Ground-truth progress: 0.8 × the share of subtasks truly done, +0.2 once combined."""
         n = len(self.params.subtasks)
         truly = sum(self.done.get(s, False) for s in self.params.subtasks) / n
         return 0.8 * truly + (0.2 if self.combined and truly == 1.0 else 0.0)
 
     @property
     def complete(self) -> bool:
+        """Whether every subtask is truly done and the answers are combined."""
         return self.progress >= 1.0 - 1e-9
 
     def observe(self) -> Observation:
+        """Which subtasks' sub-agents said they were done, and whether the answers are combined.
+
+        Its visible progress trusts those claims, so a premature stop looks like success.
+        """
         n = len(self.params.subtasks)
         said = sum(self.claimed.get(s, False) for s in self.params.subtasks) / n
         visible = 0.8 * said + (0.2 if self.combined and said == 1.0 else 0.0)
@@ -191,12 +206,14 @@ class Team(SimTask):
 
     # -- the expert ------------------------------------------------------------
     def expert_action(self) -> Action:
+        """Delegate the first subtask not truly done; with all done, combine."""
         for subtask in self.params.subtasks:
             if not self.done.get(subtask):
                 return Action.of("delegate", subtask=subtask)
         return Action.of("combine")
 
     def wrong_actions(self) -> Sequence[Action]:
+        """Redo a finished subtask, or combine before every answer is in."""
         finished = [s for s in self.params.subtasks if self.done.get(s)]
         wrong = [Action.of("delegate", subtask=s) for s in finished]  # redo finished work
         if not self.combined:
@@ -204,6 +221,7 @@ class Team(SimTask):
         return wrong
 
     def plan_template(self) -> tuple[PlanStep, ...]:
+        """Delegate each subtask in turn, then combine; redelegate what came back unfinished."""
         steps = [PlanStep("delegate", f"delegate {s} to a sub-agent") for s in self.params.subtasks]
         steps.append(
             PlanStep(
@@ -216,6 +234,7 @@ class Team(SimTask):
         return tuple(steps)
 
     def answer(self) -> str:
+        """The sub-agents' answers, one per subtask, or "no answers yet"."""
         if not self.answers:
             return "no answers yet"
         return "; ".join(f"{s}: {a}" for s, a in self.answers.items())

@@ -39,6 +39,8 @@ from opar_sim.core.types import Action, ActionResult, Observation, PlanStep
 
 
 class WeatherParams(BaseModel):
+    """Parameters of ``weather``: the city, the call budget, the rain and forecast odds."""
+
     model_config = ConfigDict(extra="forbid")
 
     city: str = "Paris"
@@ -48,12 +50,14 @@ class WeatherParams(BaseModel):
     tools: ToolParams = ToolParams(latency_median=0.2, timeout=1.0, failure_rate=0.02)
 
 
-class GetWeatherArgs(BaseModel):
+# Tool argument schemas carry no docstring: pydantic would put it in the JSON schema
+# sent to the LLM (its "description"), changing the constrained output format.
+class GetWeatherArgs(BaseModel):  # noqa: D101
     model_config = ConfigDict(extra="forbid")
     city: str
 
 
-class AdviseArgs(BaseModel):
+class AdviseArgs(BaseModel):  # noqa: D101
     model_config = ConfigDict(extra="forbid")
     umbrella: bool
 
@@ -106,6 +110,7 @@ class Weather(SimTask):
         return ActionResult(True, text, 0.0, tokens=8)
 
     def observe(self) -> Observation:
+        """The state vector s_t = [k_t, b_t]; visible progress trusts the (maybe wrong) forecast."""
         visible = 0.5 * self.knowledge
         if self.advice is not None and self.knowledge:
             visible = 1.0 if self.advice == self.forecast_rain else 0.5
@@ -116,12 +121,14 @@ class Weather(SimTask):
 
     @property
     def progress(self) -> float:
+        """Ground-truth progress: 0.5 once the right city's forecast is read, 1.0 advised right."""
         if self.advice is not None and self.advice == self.rain:
             return 1.0
         return 0.5 * self.knowledge
 
     @property
     def complete(self) -> bool:
+        """Whether the advice given matches the true weather."""
         return self.advice is not None and self.advice == self.rain
 
     @property
@@ -140,23 +147,27 @@ class Weather(SimTask):
         return "the weather turned"
 
     def expert_action(self) -> Action:
+        """Read the forecast (again, if it went stale), then advise what it says."""
         if not self.knowledge or self.stale:
             return Action.of("get_weather", city=self.params.city)
         return Action.of("advise", umbrella=self.forecast_rain)
 
     def wrong_actions(self) -> Sequence[Action]:
+        """Ask about the wrong city, or advise against the forecast."""
         return (
             Action.of("get_weather", city="London"),
             Action.of("advise", umbrella=not self.forecast_rain),
         )
 
     def plan_template(self) -> tuple[PlanStep, ...]:
+        """Look up the city's weather, then advise."""
         return (
             PlanStep("get_weather", f"search the weather in {self.params.city}"),
             PlanStep("advise", "summarise: umbrella or not"),
         )
 
     def answer(self) -> str:
+        """The umbrella advice given, or "no advice yet"."""
         if self.advice is None:
             return "no advice yet"
         return "take an umbrella" if self.advice else "no umbrella needed"

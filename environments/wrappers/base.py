@@ -54,19 +54,27 @@ class TaskWrapper:
     # -- the Task protocol, forwarded --------------------------------------------
     @property
     def name(self) -> str:
+        """The wrapped task's name: records stay keyed by task, not by stack."""
         return self.task.name
 
     @property
     def goal(self) -> str:
+        """The wrapped task's goal."""
         return self.task.goal
 
     @property
     def tools(self) -> Mapping[str, ToolSpec]:
+        """The wrapped task's tools."""
         return self.task.tools
 
     def reset(
         self, env: simpy.Environment, rng: np.random.Generator, tool_rng: np.random.Generator
     ) -> Observation:
+        """Reset the inner task, take the wrapper's own stream (derived from ``tool_rng``).
+
+        The stream is keyed by the wrapper's depth, so the inner task's draws are
+        untouched; the wrapper's state is cleared after the inner reset.
+        """
         self.env = env
         self.rng = derived(tool_rng, WRAPPER_STREAM, self.depth)
         self.task.reset(env, rng, tool_rng)
@@ -77,33 +85,42 @@ class TaskWrapper:
         """Clear the wrapper's own state (after the inner task was reset)."""
 
     def observe(self) -> Observation:
+        """What the inner task shows the agent, unchanged."""
         return self.task.observe()
 
     def execute(self, action: Action) -> TaskEvent:
+        """Run the call on the inner task, unchanged."""
         return (yield from self.task.execute(action))
 
     @property
     def progress(self) -> float:
+        """The inner task's ground-truth progress: wrappers never change the truth."""
         return self.task.progress
 
     @property
     def complete(self) -> bool:
+        """Whether the inner task's goal is met."""
         return self.task.complete
 
     @property
     def feasible(self) -> bool:
+        """Whether the inner task's goal can still be met."""
         return self.task.feasible
 
     def expert_action(self) -> Action:
+        """The inner task's expert action."""
         return self.task.expert_action()
 
     def wrong_actions(self) -> Sequence[Action]:
+        """The inner task's plausible wrong actions."""
         return self.task.wrong_actions()
 
     def plan_template(self) -> tuple[PlanStep, ...]:
+        """The inner task's plan skeleton."""
         return self.task.plan_template()
 
     def answer(self) -> str:
+        """The inner task's current answer."""
         return self.task.answer()
 
     # -- the Task protocol's hooks, forwarded to the inner task ---------------------
@@ -127,6 +144,7 @@ class TaskWrapper:
 
     @property
     def unwrapped(self) -> Task:
+        """The innermost task, beneath every wrapper."""
         inner = self.task
         while isinstance(inner, TaskWrapper):
             inner = inner.task
@@ -134,6 +152,7 @@ class TaskWrapper:
 
     @property
     def stack(self) -> list[str]:
+        """The wrapper names from the outside in (this wrapper first)."""
         inner = self.task.stack if isinstance(self.task, TaskWrapper) else []
         return [self.wrapper_name, *inner]
 

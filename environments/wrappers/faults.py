@@ -13,6 +13,8 @@ from opar_sim.core.types import Action, ActionResult
 
 
 class FailureParams(BaseModel):
+    """Parameters of the ``failures`` wrapper: the injected failure rate and its latency."""
+
     model_config = ConfigDict(extra="forbid")
 
     rate: float = Field(0.1, ge=0, le=1, description="chance a call fails before reaching the tool")
@@ -27,6 +29,7 @@ class ToolFailures(TaskWrapper):
     params: FailureParams
 
     def execute(self, action: Action) -> TaskEvent:
+        """Fail a known tool's call at ``rate`` after ``latency`` seconds; else run it."""
         p = self.params
         if action.tool in self.tools and float(self.rng.random()) < p.rate:
             if p.latency > 0:
@@ -38,6 +41,8 @@ class ToolFailures(TaskWrapper):
 
 
 class LatencyParams(BaseModel):
+    """Parameters of the ``latency`` wrapper: the Lomax delay and the per-call timeout."""
+
     model_config = ConfigDict(extra="forbid")
 
     scale: float = Field(0.05, ge=0, description="scale of the extra Pareto (Lomax) delay, seconds")
@@ -59,6 +64,7 @@ class HeavyTailLatency(TaskWrapper):
     params: LatencyParams
 
     def execute(self, action: Action) -> TaskEvent:
+        """Run the call after a Lomax delay; abandon it at ``timeout`` unless the tool blocks."""
         p = self.params
         extra = p.scale * float(self.rng.pareto(p.shape))
         call = self.task.execute(action)
@@ -68,6 +74,8 @@ class HeavyTailLatency(TaskWrapper):
 
 
 class DisturbanceParams(BaseModel):
+    """Parameters of the ``disturbance`` wrapper: the rate of world changes."""
+
     model_config = ConfigDict(extra="forbid")
 
     rate: float = Field(0.02, ge=0, description="disturbances per simulated second (Poisson)")

@@ -16,6 +16,8 @@ from opar_sim.core.types import Action, ActionResult, Observation
 
 
 class NoiseParams(BaseModel):
+    """Parameters of the ``noise`` wrapper: σ of the noise on visible progress."""
+
     model_config = ConfigDict(extra="forbid")
 
     sigma: float = Field(0.1, ge=0, le=1, description="σ of the noise on reported progress")
@@ -37,17 +39,21 @@ class ObservationNoise(TaskWrapper):
         self._offset = self.params.sigma * float(self.rng.standard_normal())
 
     def execute(self, action: Action) -> TaskEvent:
+        """Run the call, then draw the noise of the next reading."""
         result = yield from self.task.execute(action)
         self._offset = self.params.sigma * float(self.rng.standard_normal())
         return result
 
     def observe(self) -> Observation:
+        """The inner observation with the current noise added to its visible progress."""
         obs = self.task.observe()
         seen = min(1.0, max(0.0, obs.visible_progress + self._offset))
         return Observation(obs.text, seen, obs.world_changed, obs.tokens)
 
 
 class DelayParams(BaseModel):
+    """Parameters of the ``delay`` wrapper: how many tool calls the observation lags."""
+
     model_config = ConfigDict(extra="forbid")
 
     steps: int = Field(1, ge=0, le=1000, description="tool calls the observation lags by (k)")
@@ -69,15 +75,19 @@ class DelayedObservation(TaskWrapper):
         self._queue.append(self.task.observe())
 
     def execute(self, action: Action) -> TaskEvent:
+        """Run the call, then queue the observation it leaves behind."""
         result = yield from self.task.execute(action)
         self._queue.append(self.task.observe())
         return result
 
     def observe(self) -> Observation:
+        """The observation of ``steps`` tool calls ago (the oldest in the queue)."""
         return self._queue[0]
 
 
 class DropParams(BaseModel):
+    """Parameters of the ``drop`` wrapper: how often results are lost or cut short."""
+
     model_config = ConfigDict(extra="forbid")
 
     drop_rate: float = Field(0.1, ge=0, le=1, description="chance a result is lost entirely")
@@ -98,6 +108,7 @@ class DroppedResults(TaskWrapper):
     params: DropParams
 
     def execute(self, action: Action) -> TaskEvent:
+        """Run the call, then drop its result or truncate an ok one, by one draw."""
         result = yield from self.task.execute(action)
         p = self.params
         draw = float(self.rng.random())

@@ -22,6 +22,8 @@ from opar_sim.core.types import Action, ActionResult
 
 
 class ParallelParams(BaseModel):
+    """Parameters of the ``parallel`` wrapper: the batch size and each call's timeout."""
+
     model_config = ConfigDict(extra="forbid")
 
     calls: int = Field(3, ge=1, le=16, description="calls started together per Act phase")
@@ -65,6 +67,11 @@ class ParallelCalls(TaskWrapper):
         return [pool[int(i)] for i in picks]
 
     def execute(self, action: Action) -> TaskEvent:
+        """Run the chosen call with its companions at once; wait for all (or their timeouts).
+
+        The result is the chosen call's, with the companions' texts and tokens
+        appended and the latency of the slowest call.
+        """
         env = self.env
         batch = [action, *self._companions(action)]
         start = env.now

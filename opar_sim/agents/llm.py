@@ -64,6 +64,13 @@ class LLMAgent:
         evaluator: LLMBackend | None = None,
         params: LLMAgentParams | None = None,
     ) -> None:
+        """Build the agent.
+
+        Args:
+            backend: The model that plans and acts (the light one, OPAR §8.2).
+            evaluator: The model that reflects; defaults to ``backend``.
+            params: The agent's knobs; defaults to ``LLMAgentParams()``.
+        """
         self.backend = backend
         self.evaluator = evaluator or backend
         self.params = params or LLMAgentParams()
@@ -89,6 +96,11 @@ class LLMAgent:
 
     # -- bookkeeping ---------------------------------------------------------------
     def reset(self, task: Task, rng: np.random.Generator, cost: Cost) -> None:
+        """Start an episode: a fresh context with the system prompt, the task's output schemas.
+
+        The model calls' seeds derive from one draw of ``rng``; the plan cache and
+        the call log survive across episodes.
+        """
         self._task = task
         self.cost = cost
         self._reset_episode()
@@ -108,6 +120,7 @@ class LLMAgent:
         return self._prompt_tokens or self.context.tokens
 
     def max_step_tokens(self, fresh_plan: bool) -> int:
+        """Worst case of a step: 2 or 3 calls (with a plan), each retried once, at full length."""
         calls = 3 if fresh_plan else 2
         prompt = max(self._prompt_tokens, self.context.tokens) + 400
         completion = max(_limit(self.backend), _limit(self.evaluator))
@@ -160,6 +173,7 @@ class LLMAgent:
     def observe(
         self, env: simpy.Environment, task: Task
     ) -> Generator[simpy.Event, Any, Observation]:
+        """Read the task's observation into the prompt; no model call, ``observe_seconds`` long."""
         yield env.timeout(self.params.observe_seconds)
         self._step += 1
         obs = task.observe()
@@ -170,6 +184,10 @@ class LLMAgent:
     def plan(
         self, env: simpy.Environment, step: int, fresh: bool, critique: str
     ) -> Generator[simpy.Event, Any, Plan]:
+        """Keep the plan on CONTINUE; otherwise ask the model for one (or reuse a cached one).
+
+        An invalid reply keeps acting on the old plan's steps rather than stopping.
+        """
         if not fresh and self._plan is not None:
             return self._plan  # CONTINUE keeps the plan and costs nothing
         key = (self._task.goal, self._obs.text, critique)
@@ -198,6 +216,11 @@ class LLMAgent:
         return self._plan
 
     def act(self, env: simpy.Environment, plan: Plan) -> Generator[simpy.Event, Any, ActChoice]:
+        """Ask the model for one tool call and validate it against the task's tools.
+
+        An unknown tool or bad arguments is an invalid action, never executed.  The
+        plan's hidden quality is updated to its share of expert actions so far.
+        """
         task = self._task
         msgs = prompts.act_messages(self._system, self._recent(), self._obs, plan)
         reply = yield from self._call(env, self.backend, "act", msgs, ToolCallOut, self._schemas[1])
@@ -226,6 +249,7 @@ class LLMAgent:
         return ActChoice(action, expert)
 
     def absorb(self, result: ActionResult) -> None:
+        """Add the tool result, cut to ``RESULT_CHARS``, to the history the prompts show."""
         text = result.text if len(result.text) <= RESULT_CHARS else result.text[:RESULT_CHARS]
         status = "ok" if result.ok else f"failed ({result.error})"
         self._last_step = f"{self._last_step} -> {status}: {text}"
@@ -235,6 +259,11 @@ class LLMAgent:
     def evaluate(
         self, env: simpy.Environment, task: Task, action: Action | None, result: ActionResult
     ) -> Generator[simpy.Event, Any, Evaluation]:
+        """Ask the evaluator for the ReAct self-reflection and the δ signals.
+
+        An invalid reply is a sensor dropout: the last reading is held and the
+        critique says the evaluation failed.
+        """
         obs = task.observe()
         msgs = prompts.evaluate_messages(self._system, self._recent(), obs, self._last_step)
         reply = yield from self._call(

@@ -31,6 +31,17 @@ class ScriptedAgent:
         phase_seconds: float = 1.0,
         tokens_per_call: int = 10,
     ) -> None:
+        """Build the agent.
+
+        Args:
+            actions: The actions to play back in order (None: an invalid output).
+            evaluations: The evaluations to return in order.
+            phase_seconds: Simulated seconds each phase takes.
+            tokens_per_call: Completion tokens each (pretend) model call costs.
+
+        Raises:
+            ValueError: If ``actions`` or ``evaluations`` is empty.
+        """
         if not actions or not evaluations:
             raise ValueError("a scripted agent needs at least one action and one evaluation")
         self.actions = list(actions)
@@ -44,6 +55,7 @@ class ScriptedAgent:
         self._plan: Plan | None = None
 
     def reset(self, task: Task, rng: np.random.Generator, cost: Cost) -> None:
+        """Start the scripts from the beginning on ``task``; ``rng`` is not used."""
         self.context = Context()
         self.cost = cost
         self._step = 0
@@ -52,9 +64,11 @@ class ScriptedAgent:
 
     @property
     def context_tokens(self) -> int:
+        """The tokens appended to the context this episode."""
         return self.context.tokens
 
     def max_step_tokens(self, fresh_plan: bool) -> int:
+        """A generous bound on a step's three calls at the current context size."""
         return 3 * (self.context.tokens + 4 * self.tokens_per_call + 200) + 3 * self.tokens_per_call
 
     def _call(self) -> None:
@@ -66,6 +80,7 @@ class ScriptedAgent:
     def observe(
         self, env: simpy.Environment, task: Task
     ) -> Generator[simpy.Event, Any, Observation]:
+        """Read the task's observation into the context; ``phase_seconds`` long."""
         yield env.timeout(self.phase_seconds)
         obs = task.observe()
         self.context.append("observation", obs.tokens)
@@ -74,6 +89,7 @@ class ScriptedAgent:
     def plan(
         self, env: simpy.Environment, step: int, fresh: bool, critique: str
     ) -> Generator[simpy.Event, Any, Plan]:
+        """Make a plan from the task's template (quality 1.0) when fresh; else keep it."""
         yield env.timeout(self.phase_seconds)
         self._call()
         if fresh or self._plan is None:
@@ -82,6 +98,7 @@ class ScriptedAgent:
         return self._plan
 
     def act(self, env: simpy.Environment, plan: Plan) -> Generator[simpy.Event, Any, ActChoice]:
+        """Play back the next scripted action (the last one once the script runs out)."""
         yield env.timeout(self.phase_seconds)
         self._call()
         action = self.actions[min(self._step, len(self.actions) - 1)]
@@ -91,11 +108,13 @@ class ScriptedAgent:
         return ActChoice(action, action == self._task.expert_action())
 
     def absorb(self, result: ActionResult) -> None:
+        """Add the result's tokens to the context."""
         self.context.append("result", result.tokens)
 
     def evaluate(
         self, env: simpy.Environment, task: Task, action: Action | None, result: ActionResult
     ) -> Generator[simpy.Event, Any, Evaluation]:
+        """Play back the next scripted evaluation (the last one once the script runs out)."""
         yield env.timeout(self.phase_seconds)
         self._call()
         evaluation = self.evaluations[min(self._step, len(self.evaluations) - 1)]

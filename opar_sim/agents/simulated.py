@@ -9,7 +9,7 @@ pays a short prompt.  Quality falls as the context grows past
 progress it can infer from its observations, plus a bias (over-confidence)
 and Gaussian noise.
 
-Memory (issue 6): past ``context_max`` tokens (C_max) the Reflect phase
+Memory: past ``context_max`` tokens (C_max) the Reflect phase
 summarises all but the last ``keep_steps`` steps into one memory entry of
 ``memory_tokens`` (Algorithm 2, step 2.5).  The summary loses detail: from
 the first one on, plan quality is scaled by 1 − ``memory_quality_loss`` and
@@ -64,7 +64,7 @@ class SimulatedAgentParams(BaseModel):
     prompt_tokens_per_second: float = Field(1000.0, gt=0, description="prompt processing speed")
     observe_seconds: float = Field(0.1, ge=0)
     invalid_format_rate: float = Field(0.01, ge=0, le=1)
-    # -- memory (issue 6): compression (Algorithm 2, step 2.5) and Reflexion ----------
+    # -- memory: compression (Algorithm 2, step 2.5) and Reflexion --------------------
     context_max: int | None = Field(
         None, gt=0, description="C_max: compress older steps past this many tokens (None: never)"
     )
@@ -87,6 +87,15 @@ class SimulatedAgent:
     name = "simulated"
 
     def __init__(self, params: SimulatedAgentParams | None = None, **overrides: Any) -> None:
+        """Build the agent.
+
+        Args:
+            params: The agent's knobs; defaults to ``SimulatedAgentParams()``.
+            **overrides: Knobs replacing those of ``params``; their values are validated.
+
+        Raises:
+            pydantic.ValidationError: If an override's value is out of range.
+        """
         base = params or SimulatedAgentParams()
         self.params = base.model_copy(update=overrides) if overrides else base
         if overrides:
@@ -117,6 +126,11 @@ class SimulatedAgent:
 
     # -- bookkeeping -------------------------------------------------------------
     def reset(self, task: Task, rng: np.random.Generator, cost: Cost) -> None:
+        """Start an episode: context of system prompt and goal, no plan, no summaries.
+
+        A Reflexion attempt after the first draws from a stream derived from
+        ``rng``; the remembered critiques are kept.
+        """
         self._task = task
         self.rng = rng if self._attempt <= 1 else derived(rng, ATTEMPT_STREAM, self._attempt)
         self.cost = cost
@@ -132,6 +146,7 @@ class SimulatedAgent:
 
     @property
     def context_tokens(self) -> int:
+        """The tokens in the simulated context window (after any compression)."""
         return self.context.tokens
 
     def _llm_call(self, completion: int) -> float:
@@ -144,6 +159,7 @@ class SimulatedAgent:
         return prompt / p.prompt_tokens_per_second + completion / p.tokens_per_second
 
     def max_step_tokens(self, fresh_plan: bool) -> int:
+        """Worst case of a step's calls (plan, act with a retry, evaluate, a summary if on)."""
         p = self.params
         completions = (p.plan_tokens if fresh_plan else p.continue_tokens) + 2 * p.act_tokens
         completions += p.eval_tokens
@@ -168,6 +184,7 @@ class SimulatedAgent:
     def observe(
         self, env: simpy.Environment, task: Task
     ) -> Generator[simpy.Event, Any, Observation]:
+        """Read the task's observation into the context; a visible world change raises drift."""
         yield env.timeout(self.params.observe_seconds)
         self.context.begin_step()
         obs = task.observe()
@@ -179,6 +196,11 @@ class SimulatedAgent:
     def plan(
         self, env: simpy.Environment, step: int, fresh: bool, critique: str
     ) -> Generator[simpy.Event, Any, Plan]:
+        """Continue the plan for a short prompt, or draw a fresh one's quality q ~ Beta(α, β).
+
+        A fresh plan's q rises by ``critique_gain`` when the last evaluation was
+        right and by ``reflexion_gain`` per remembered critique; it pays a full plan.
+        """
         p = self.params
         assert self._task is not None, "reset() first"
         if not fresh and self._current is not None:
@@ -199,6 +221,10 @@ class SimulatedAgent:
         return self._current
 
     def act(self, env: simpy.Environment, plan: Plan) -> Generator[simpy.Event, Any, ActChoice]:
+        """Take the expert's action with the plan's effective quality, else a wrong one.
+
+        Output fails format validation at ``invalid_format_rate``, with one retry.
+        """
         p = self.params
         task = self._task
         assert task is not None, "reset() first"
@@ -220,11 +246,16 @@ class SimulatedAgent:
         return ActChoice(wrong[int(rng.integers(len(wrong)))], False)
 
     def absorb(self, result: ActionResult) -> None:
+        """Add the result to the context, truncated to ``RESULT_TOKEN_CAP`` tokens."""
         self.context.append("result", min(RESULT_TOKEN_CAP, result.tokens + 4))
 
     def evaluate(
         self, env: simpy.Environment, task: Task, action: Action | None, result: ActionResult
     ) -> Generator[simpy.Event, Any, Evaluation]:
+        """Assess from what is visible: δ_task with bias and noise, δ_act, drift, confidence.
+
+        Past ``context_max`` tokens it also compresses the older steps (step 2.5).
+        """
         p = self.params
         rng = self.rng
         yield env.timeout(self._llm_call(p.eval_tokens))

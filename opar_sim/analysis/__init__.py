@@ -1,4 +1,4 @@
-"""Analysis of runs: statistics, step-response and oscillation metrics, run analysis, replay, calibration.
+"""Analysis of runs: statistics, step-response and oscillation metrics, replay, calibration.
 
 ``analyze`` and ``RunAnalysis`` are loaded on first use, so a module that
 needs only a small part of the package (``frames``, ``stats``) does not load

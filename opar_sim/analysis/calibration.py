@@ -50,6 +50,7 @@ class Calibration:
     evidence: dict[str, str] = field(default_factory=dict)
 
     def agent_params(self) -> SimulatedAgentParams:
+        """The fitted values as validated simulated-agent parameters (defaults for the rest)."""
         return SimulatedAgentParams.model_validate(self.params)
 
     def to_toml(self, source: str) -> str:
@@ -79,7 +80,15 @@ def _beta_moments(shares: list[float]) -> tuple[float, float]:
 
 
 def fit(run: RecordedRun) -> Calibration:
-    """Fit the noisy-expert knobs to a recorded run (see the module docstring)."""
+    """Fit the noisy-expert knobs to a recorded run (see the module docstring).
+
+    Args:
+        run: The recorded run; its steps give plan quality, bias, noise and the
+            invalid-format rate, its model calls the token counts and speeds.
+
+    Returns:
+        The fitted simulated-agent parameters with the evidence for each.
+    """
     defaults = SimulatedAgentParams()
     params: dict[str, Any] = {}
     evidence: dict[str, str] = {}
@@ -162,15 +171,18 @@ class CheckResult:
 
     @property
     def success_within(self) -> bool:
+        """Whether the simulated success rate lies in the recorded run's Wilson interval."""
         lo, hi = self.recorded_success_ci
         return lo <= self.simulated_success <= hi
 
     @property
     def steps_within(self) -> bool:
+        """Whether the simulated mean steps lie in the recorded run's 95 % interval."""
         lo, hi = self.recorded_steps_ci
         return lo <= self.simulated_steps <= hi
 
     def to_dict(self) -> dict[str, Any]:
+        """The comparison as a JSON-ready mapping, intervals as two-element lists."""
         return {
             "recorded_success": self.recorded_success,
             "recorded_success_ci95": list(self.recorded_success_ci),
@@ -202,7 +214,21 @@ def simulated_spec(spec: ExperimentSpec, calibration: Calibration) -> Experiment
 def check(
     run: RecordedRun, calibration: Calibration, episodes: int = 1000, seed: int = 0
 ) -> CheckResult:
-    """Run the calibrated simulated agent and compare it with the recorded run."""
+    """Run the calibrated simulated agent and compare it with the recorded run.
+
+    Only the recorded run's first controller is compared; the simulated
+    episodes use fresh seeds derived from ``seed``.
+
+    Args:
+        run: The recorded run (its spec gives the task, controller and limits).
+        calibration: The fitted parameters, from ``fit`` or ``refine``.
+        episodes: How many simulated episodes to run.
+        seed: The base seed of the simulated episodes.
+
+    Returns:
+        The recorded success rate and mean steps with their 95 % intervals beside
+        the simulated ones.
+    """
     spec = simulated_spec(run.spec, calibration)
     parts = build(spec)
     make_controller = parts.controllers[0][1]

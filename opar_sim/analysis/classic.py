@@ -42,6 +42,7 @@ class PIDGains:
     kd: float
 
     def as_dict(self) -> dict[str, float]:
+        """The gains keyed ``kp``, ``ki``, ``kd``, as the controller's parameters are named."""
         return {"kp": self.kp, "ki": self.ki, "kd": self.kd}
 
 
@@ -102,11 +103,13 @@ def relay_test(
 
 
 def ziegler_nichols(ku: float, pu: float) -> PIDGains:
+    """Ziegler–Nichols PID gains from the ultimate gain and period (module docstring)."""
     kp = 0.6 * ku
     return PIDGains(kp, kp / (pu / 2.0), kp * pu / 8.0)
 
 
 def tyreus_luyben(ku: float, pu: float) -> PIDGains:
+    """Tyreus–Luyben PID gains from the ultimate gain and period: less aggressive than Z–N."""
     kp = ku / 2.2
     return PIDGains(kp, kp / (2.2 * pu), kp * pu / 6.3)
 
@@ -142,6 +145,8 @@ def score(
 
 @dataclass(frozen=True)
 class Contender:
+    """One set of gains scored on the held-out seeds, with its margin over each other set."""
+
     name: str
     gains: PIDGains
     holdout_iae: float
@@ -158,8 +163,26 @@ def tune_plant(
     holdout_seed: int = 1_000_003,
     on_trial: Callable[[int], None] | None = None,
 ) -> list[Contender]:
-    """Optuna (TPE, ``experiment.tune.minimize``) on the training seeds, then every
-    contender on the held-out seeds; the classic rules are the first trials."""
+    """Tune PID gains on the plant with Optuna, then score every contender on held-out seeds.
+
+    The search is TPE through ``experiment.tune.minimize`` on the training
+    seeds, in log ranges around the first baseline's gains; the classic rules
+    are its first trials.
+
+    Args:
+        params: The plant task's parameters.
+        baselines: Named gains to compare against (e.g. Ziegler–Nichols, Tyreus–Luyben).
+        seed: The training seed, also the sampler's and the bootstrap's.
+        trials: How many gain sets Optuna scores, the baselines included.
+        train_episodes: Episodes per trial on the training seeds.
+        holdout_episodes: Episodes per contender on the held-out seeds.
+        holdout_seed: The seed of the held-out episodes.
+        on_trial: Called with each finished trial's number.
+
+    Returns:
+        The baselines and the tuned gains (named ``tuned``), each with its mean
+        held-out IAE and paired bootstrap margins over the others.
+    """
     ref = next(iter(baselines.values()))
     space = {
         "kp": ParamRange(low=ref.kp / 10, high=ref.kp * 3, log=True),

@@ -86,6 +86,7 @@ class StepInfo:
 
     @property
     def settled(self) -> bool:
+        """Whether the signal entered the settling band and stayed in it."""
         return not math.isnan(self.settling_time)
 
     def to_frame(self) -> Any:
@@ -151,6 +152,18 @@ def step_info(
 
     Agrees with ``control.step_info(progress, times, yfinal=1.0)`` wherever
     python-control returns a value; see the module docstring.
+
+    Args:
+        progress: The sampled signal (one value per sample).
+        times: The sample times, as many as ``progress``.
+        horizon: Hold the last sample up to this time in the error integrals.
+        settling_threshold: Half-width of the settling band, as a fraction of the
+            final value.
+        rise_limits: The rise-time levels, as fractions of the final value.
+
+    Returns:
+        Rise and settling times, settling min/max, overshoot, undershoot, peak and
+        the error integrals (NaN where a level is never reached).
     """
     y, t = _as_arrays(progress, times)
     final = FINAL_VALUE

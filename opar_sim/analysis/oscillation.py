@@ -43,6 +43,7 @@ class ReplanRhythm:
 
     @property
     def thrash_share(self) -> float:
+        """The share of REPLANs that came within k steps of the previous one."""
         return self.thrash / self.replans if self.replans else 0.0
 
     def to_frame(self) -> Any:
@@ -101,6 +102,7 @@ class Damping:
 
     @property
     def oscillating(self) -> bool:
+        """Whether at least three alternating peaks were found."""
         return self.peaks >= 3
 
     def to_frame(self) -> Any:
@@ -172,6 +174,7 @@ class ActionCycle:
 
     @property
     def repeats(self) -> int:
+        """How many whole times the pattern repeats in the stretch."""
         return self.length // self.period
 
 

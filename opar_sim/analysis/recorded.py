@@ -1,7 +1,8 @@
 """A recorded run read back whole, for calibrate and replay (LLM runs are small).
 
 ``opar_sim.experiment.rundir`` streams large runs for the analysis commands; this module
-holds a run's rows in memory (read through it), with its model calls, which calibration needs together.
+holds a run's rows in memory (read through it), with its model calls, which calibration
+needs together.
 """
 
 from __future__ import annotations
@@ -40,8 +41,8 @@ class RecordedRun:
         for row in self.steps:
             if row.get("parent") is None:  # a sub-agent's steps stay with their own agent
                 grouped.setdefault(episode_key(row), []).append(row)
-        for rows in grouped.values():
-            rows.sort(key=lambda r: int(r["step"]))
+        for episode_rows in grouped.values():
+            episode_rows.sort(key=lambda r: int(r["step"]))
         return grouped
 
 
@@ -55,7 +56,18 @@ def _rows(path: Path) -> list[dict[str, Any]]:
 
 
 def load_run(path: str | Path) -> RecordedRun:
-    """Read a run directory; SpecError (exit 2) when it is not one."""
+    """Read a run directory whole: its spec, episodes, steps and model calls.
+
+    Args:
+        path: The run directory (with spec.json and episodes.jsonl).
+
+    Returns:
+        The recorded run; steps and calls are empty when their files are absent.
+
+    Raises:
+        SpecError: when ``path`` is not a run directory or has no finished episode
+            (the CLI exits with 2).
+    """
     p = Path(path)
     spec_file = p / "spec.json"
     if not spec_file.is_file():

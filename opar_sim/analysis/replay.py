@@ -36,6 +36,7 @@ class ReplayedEpisode:
     outcome: str | None  # the outcome under the new controller, when it is known
 
     def to_dict(self) -> dict[str, Any]:
+        """The fields as a JSON-ready mapping."""
         return asdict(self)
 
 
@@ -108,7 +109,15 @@ def _stop_outcome(progress: float, feasible: bool) -> str:
 
 
 def replay(run: RecordedRun, make_controller: Any) -> list[ReplayedEpisode]:
-    """Replay every recorded episode under a fresh controller from ``make_controller()``."""
+    """Replay every recorded episode under a fresh controller from ``make_controller()``.
+
+    Args:
+        run: The recorded run, with its steps.
+        make_controller: Called once per episode for a fresh controller.
+
+    Returns:
+        One verdict per recorded episode, in the order of episodes.jsonl.
+    """
     grouped = run.episode_steps()
     out = []
     for episode in run.episodes:

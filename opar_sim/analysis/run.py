@@ -260,6 +260,7 @@ class RunAnalysis:
 
     @property
     def has_oracle(self) -> bool:
+        """Whether the run includes the oracle controller (so regret can be measured)."""
         return ORACLE in self.controllers
 
     def to_frame(self) -> Any:
@@ -273,7 +274,17 @@ class RunAnalysis:
 
 
 def analyze(path: Path, *, thrash_k: int = 2, keep: int = 300, seed: int = 0) -> RunAnalysis:
-    """Measure every episode of the run in ``path`` (RunDirError if it is not one)."""
+    """Measure every episode of the run in ``path`` (RunDirError if it is not one).
+
+    Args:
+        path: The run directory.
+        thrash_k: A REPLAN within this many steps of the previous one is thrash.
+        keep: Trajectories kept per controller for the figures.
+        seed: The seed of the bootstrap intervals.
+
+    Returns:
+        Per-controller and per-episode metrics, with the kept trajectories.
+    """
     check_run_dir(path)
     spec = read_spec(path)
     rows = {episode_key(r): r for r in _slim(iter_episodes(path))}

@@ -33,7 +33,16 @@ BOOTSTRAP_RESAMPLES = 2000
 
 
 def wilson_interval(successes: int, n: int, z: float = 1.959964) -> tuple[float, float]:
-    """The Wilson score interval for a binomial proportion (95 % by default)."""
+    """The Wilson score interval for a binomial proportion (95 % by default).
+
+    Args:
+        successes: The number of successes.
+        n: The number of trials.
+        z: The standard normal quantile of the confidence level.
+
+    Returns:
+        The interval's (low, high), within [0, 1]; (0, 1) when ``n`` is 0.
+    """
     if n <= 0:
         return (0.0, 1.0)
     phat = successes / n
@@ -69,6 +78,7 @@ class ControllerStats:
         self.outcomes[str(row["outcome"])] += 1
 
     def as_dict(self) -> dict[str, Any]:
+        """This controller's entry of summary.json: rates, means and outcome counts."""
         n = max(self.episodes, 1)
         lo, hi = wilson_interval(self.successes, self.episodes)
         return {
@@ -96,6 +106,7 @@ class Summary:
         stats.add_row(row)
 
     def as_dict(self) -> dict[str, dict[str, Any]]:
+        """summary.json's per-controller statistics, keyed by controller name."""
         return {name: s.as_dict() for name, s in self.by_controller.items()}
 
 
@@ -111,6 +122,7 @@ class Proportion:
 
     @property
     def rate(self) -> float:
+        """The observed success rate (NaN with no trials)."""
         return self.successes / self.n if self.n else math.nan
 
     def to_frame(self) -> object:
@@ -119,7 +131,18 @@ class Proportion:
 
 
 def success_rate(successes: int, n: int) -> Proportion:
-    """``successes`` of ``n`` with the 95 % Wilson score interval."""
+    """``successes`` of ``n`` with the 95 % Wilson score interval.
+
+    Args:
+        successes: The number of successes.
+        n: The number of trials.
+
+    Returns:
+        The proportion with its interval.
+
+    Raises:
+        ValueError: when ``successes`` is not between 0 and ``n``.
+    """
     if not 0 <= successes <= n:
         raise ValueError(f"need 0 <= successes <= n, got {successes} of {n}")
     low, high = wilson_interval(successes, n)
@@ -130,6 +153,16 @@ def pass_hat_k(attempts: Mapping[str, Sequence[bool]], k: int) -> float:
     """τ-bench's pass^k: mean over tasks of C(c, k) / C(n, k).
 
     Tasks with fewer than ``k`` attempts cannot be scored and raise ValueError.
+
+    Args:
+        attempts: Task name -> the outcome of each attempt at it.
+        k: How many attempts must all succeed.
+
+    Returns:
+        pass^k, or NaN with no tasks.
+
+    Raises:
+        ValueError: when ``k`` < 1 or a task has fewer than ``k`` attempts.
     """
     if k < 1:
         raise ValueError(f"k must be >= 1, got {k}")
@@ -164,7 +197,18 @@ def bootstrap_mean(
     resamples: int = BOOTSTRAP_RESAMPLES,
     confidence: float = 0.95,
 ) -> Estimate:
-    """The mean of ``values`` and its percentile bootstrap interval."""
+    """The mean of ``values`` and its percentile bootstrap interval.
+
+    Args:
+        values: The sample (e.g. one value per episode).
+        rng: The generator that draws the resamples (seeded for reproducibility).
+        resamples: How many bootstrap resamples to draw.
+        confidence: The interval's confidence level.
+
+    Returns:
+        The mean, the interval and the sample size; NaN for an empty sample, and a
+        zero-width interval for a constant one.
+    """
     x = np.asarray(list(values) if not isinstance(values, np.ndarray) else values, float)
     if x.size == 0:
         return Estimate(math.nan, math.nan, math.nan, 0)
@@ -186,6 +230,15 @@ def bootstrap_mean(
 def paired_difference(
     a: Mapping[Any, float], b: Mapping[Any, float], rng: np.random.Generator
 ) -> Estimate:
-    """Mean of a − b over the keys (episodes) both have, with a bootstrap interval."""
+    """Mean of a − b over the keys (episodes) both have, with a bootstrap interval.
+
+    Args:
+        a: Key (e.g. episode) -> value.
+        b: Key -> value, paired with ``a`` by key.
+        rng: The generator of the bootstrap resamples.
+
+    Returns:
+        The mean paired difference with its percentile bootstrap interval.
+    """
     common = sorted(set(a) & set(b))
     return bootstrap_mean(np.array([a[i] - b[i] for i in common]), rng)

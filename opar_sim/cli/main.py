@@ -24,6 +24,11 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The ``opar-sim`` parser, one sub-command per module of ``COMMANDS``.
+
+    Its errors raise ``UsageError`` instead of exiting, so ``main`` reports them
+    like any other bad input.
+    """
     parser = _Parser(
         prog="opar-sim",
         description="Simulate agent loops (Observe-Plan-Act-Reflect) and tune their controllers.",

@@ -111,7 +111,20 @@ def write_report(
     controller: str | None = None,
     episode: int | None = None,
 ) -> Path:
-    """Write the report to ``out``; return the path."""
+    """Write the report to ``out``; return the path.
+
+    The page holds the comparison, step-response and outcome tables, every
+    figure as an embedded PNG, and the spec.
+
+    Args:
+        analysis: The run's analysis.
+        out: The HTML file (its directory is created if missing).
+        controller: The controller of the PID-terms figure (see ``build_figures``).
+        episode: The episode of the PID-terms figure.
+
+    Returns:
+        ``out``.
+    """
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(render_report(analysis, controller=controller, episode=episode), "utf-8")
     return out

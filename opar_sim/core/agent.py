@@ -45,17 +45,28 @@ class Agent(Protocol):
 
     name: str
 
-    def reset(self, task: Task, rng: np.random.Generator, cost: Cost) -> None: ...
+    def reset(self, task: Task, rng: np.random.Generator, cost: Cost) -> None:
+        """Start an episode on ``task``: empty context, ``rng`` as the only randomness.
+
+        Token spending of the episode is added to ``cost``.
+        """
+        ...
 
     def observe(
         self, env: simpy.Environment, task: Task
-    ) -> Generator[simpy.Event, Any, Observation]: ...
+    ) -> Generator[simpy.Event, Any, Observation]:
+        """Observe phase: read the task's partial observation o_t into the context."""
+        ...
 
     def plan(
         self, env: simpy.Environment, step: int, fresh: bool, critique: str
-    ) -> Generator[simpy.Event, Any, Plan]: ...
+    ) -> Generator[simpy.Event, Any, Plan]:
+        """Plan phase: keep the plan in force, or make a fresh one (using ``critique``)."""
+        ...
 
-    def act(self, env: simpy.Environment, plan: Plan) -> Generator[simpy.Event, Any, ActChoice]: ...
+    def act(self, env: simpy.Environment, plan: Plan) -> Generator[simpy.Event, Any, ActChoice]:
+        """Act phase: choose the tool call a_t for the plan's next step."""
+        ...
 
     def absorb(self, result: ActionResult) -> None:
         """Append the tool result r_t to the context."""
@@ -63,14 +74,18 @@ class Agent(Protocol):
 
     def evaluate(
         self, env: simpy.Environment, task: Task, action: Action | None, result: ActionResult
-    ) -> Generator[simpy.Event, Any, Evaluation]: ...
+    ) -> Generator[simpy.Event, Any, Evaluation]:
+        """Reflect phase: the agent's own estimates (δ_task, δ_act, δ_plan, confidence)."""
+        ...
 
     def max_step_tokens(self, fresh_plan: bool) -> int:
         """An upper bound on the tokens the next step can spend (for the token budget)."""
         ...
 
     @property
-    def context_tokens(self) -> int: ...
+    def context_tokens(self) -> int:
+        """The tokens currently held in the agent's context window."""
+        ...
 
 
 @runtime_checkable

@@ -29,7 +29,18 @@ class Guardrail:
             raise ValueError(f"min_confidence must be in [0, 1], got {self.min_confidence}")
 
     def review(self, task: Task, action: Action, confidence: float) -> str | None:
-        """Why ``action`` must not run now, or None to let it through."""
+        """Why ``action`` must not run now, or None to let it through.
+
+        Only high-risk tools are reviewed; any other call passes.
+
+        Args:
+            task: The task whose tools and checkable constraints apply.
+            action: The call the agent chose this step.
+            confidence: The agent's confidence at its last Reflect (0 before the first).
+
+        Returns:
+            The interception reason (low confidence, or the constraint broken), or None.
+        """
         spec = task.tools.get(action.tool)
         if spec is None or spec.risk != "high":
             return None

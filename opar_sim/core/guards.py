@@ -40,6 +40,7 @@ class MaxIterations:
         """Stateless: the step number is on the record."""
 
     def check(self, record: StepRecord, decision: Decision) -> GuardAction | None:
+        """Truncate as ``max_steps`` once the step number reaches the limit."""
         if record.step >= self.limit and decision.signal is not TERMINATE:
             return _stop("max_steps")
         return None
@@ -57,6 +58,7 @@ class TimeBudget:
         """Stateless: the time is on the record."""
 
     def check(self, record: StepRecord, decision: Decision) -> GuardAction | None:
+        """Truncate as ``time`` once the step ended past the simulated-time budget."""
         if record.time >= self.seconds and decision.signal is not TERMINATE:
             return _stop("time")
         return None
@@ -74,6 +76,7 @@ class TokenBudget:
         """Stateless: the cumulative tokens are on the record."""
 
     def check(self, record: StepRecord, decision: Decision) -> GuardAction | None:
+        """Truncate as ``tokens`` once the cumulative spend reaches the budget."""
         if record.tokens >= self.tokens and decision.signal is not TERMINATE:
             return _stop("tokens")
         return None
@@ -97,6 +100,7 @@ class TokenSpike:
         self._steps = 0
 
     def check(self, record: StepRecord, decision: Decision) -> GuardAction | None:
+        """Truncate as ``token_spike`` when this step spends over ``factor`` × the running mean."""
         spent = record.tokens - self._total
         spike = self._steps > 0 and spent > self.factor * self._total / self._steps
         self._total = record.tokens
@@ -120,6 +124,7 @@ class NoImprovement:
         self._without = 0
 
     def check(self, record: StepRecord, decision: Decision) -> GuardAction | None:
+        """Truncate as ``no_progress`` after ``patience`` Reflects without a better δ_task."""
         estimate = record.evaluation.delta_task if record.evaluation else 0.0
         if estimate > self._best:
             self._best = estimate
@@ -143,6 +148,7 @@ class ConfidenceStop:
         """Stateless."""
 
     def check(self, record: StepRecord, decision: Decision) -> GuardAction | None:
+        """TERMINATE (without truncating) once the agent's confidence reaches the threshold."""
         evaluation = record.evaluation
         if evaluation is None or decision.signal is TERMINATE:
             return None
@@ -169,6 +175,7 @@ class RepeatedAction:
         self._streak = 0
 
     def check(self, record: StepRecord, decision: Decision) -> GuardAction | None:
+        """Force a REPLAN on the third identical action+result, then truncate as ``stuck``."""
         result = record.result
         # latency differs from call to call; what the agent sees is the text
         key = (record.action, result.ok, result.text, result.error) if result else None
@@ -213,6 +220,7 @@ class HumanGate:
         self._truth = probe
 
     def check(self, record: StepRecord, decision: Decision) -> GuardAction | None:
+        """Approve or reject a TERMINATE or REPLAN after ``latency`` seconds; CONTINUE passes."""
         signal = decision.signal
         if signal is ControlSignal.CONTINUE:
             return None

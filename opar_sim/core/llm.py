@@ -65,6 +65,7 @@ class Completion:
 
     @property
     def truncated(self) -> bool:
+        """Whether the generation was cut off by the token limit (``done_reason`` "length")."""
         return self.done_reason == "length"
 
 
@@ -78,18 +79,22 @@ class Reply(Generic[T]):
 
     @property
     def prompt_tokens(self) -> int:
+        """Prompt tokens summed over every attempt, retries included."""
         return sum(c.prompt_tokens for c in self.attempts)
 
     @property
     def completion_tokens(self) -> int:
+        """Completion tokens summed over every attempt, retries included."""
         return sum(c.completion_tokens for c in self.attempts)
 
     @property
     def model_seconds(self) -> float:
+        """The backend-reported generation time summed over every attempt."""
         return sum(c.model_seconds for c in self.attempts)
 
     @property
     def wall_seconds(self) -> float:
+        """The wall-clock time measured around every attempt, summed."""
         return sum(c.wall_seconds for c in self.attempts)
 
 

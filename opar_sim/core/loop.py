@@ -58,7 +58,25 @@ def run_episode(
     supervisor: Supervisor | None = None,
     guardrail: Guardrail | None = None,
 ) -> EpisodeResult:
-    """Run one episode to its outcome; never raises for anything the episode does."""
+    """Run one episode to its outcome; never raises for anything the episode does.
+
+    The episode runs in a fresh SimPy environment, cut at ``limits.time_budget``
+    simulated seconds; an ``AgentAbort`` ends it as ``error:<reason>``.
+
+    Args:
+        task: The task, reset from the episode's ``task`` and ``tools`` streams.
+        agent: The agent, reset from the ``agent`` stream.
+        controller: The Reflect law deciding CONTINUE/REPLAN/TERMINATE; handed the
+            truth probe if it is a ``TruthReader``.
+        limits: The hard limits (steps, simulated time, tokens).
+        seed: The episode's SeedSequence (see ``episode_seed``).
+        episode: The episode number recorded on the result.
+        supervisor: Convergence guards reviewing each decision, or None.
+        guardrail: Reviews high-risk calls before they run, or None.
+
+    Returns:
+        The outcome (judged from the ground truth), answer, cost and trajectory.
+    """
     env = simpy.Environment()
     rngs = streams(seed)
     task.reset(env, rngs.task, rngs.tools)
@@ -103,6 +121,20 @@ def sub_episode(
     blocks on it, or waits on several with ``AllOf`` when delegation is
     parallel.  Bounded by ``limits.max_steps`` and ``limits.token_budget``;
     the caller's own time budget bounds the whole.
+
+    Args:
+        env: The caller's environment, whose clock the sub-episode shares.
+        task: The sub-task, reset from the ``task`` and ``tools`` streams of ``seed``.
+        agent: The sub-agent, reset from the ``agent`` stream.
+        controller: The sub-agent's Reflect law.
+        limits: The sub-episode's step and token limits.
+        seed: The sub-episode's SeedSequence.
+        episode: The episode number recorded on the result.
+        name: Recorded as the result's ``agent`` (which sub-agent this was).
+
+    Returns:
+        A SimPy process body whose value is the sub-episode's result; its
+        ``cost.sim_seconds`` is the simulated time it took.
     """
     rngs = streams(seed)
     task.reset(env, rngs.task, rngs.tools)
@@ -153,7 +185,7 @@ def _opar(
             plan_age = 0
         # Act
         choice = yield from agent.act(env, plan)
-        # guardrails (issue 6): a high-risk call is reviewed before it runs
+        # guardrails: a high-risk call is reviewed before it runs
         intercepted = None
         if guardrail is not None and choice.action is not None:
             intercepted = guardrail.review(task, choice.action, confidence)

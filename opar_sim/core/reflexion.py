@@ -40,9 +40,11 @@ class LongTermMemory:
         self.critiques: deque[str] = deque(maxlen=keep)
 
     def add(self, critique: str) -> None:
+        """Remember the critique of a failed attempt, forgetting the oldest past ``keep``."""
         self.critiques.append(critique)
 
     def recall(self) -> tuple[str, ...]:
+        """The critiques kept, oldest first, to carry into the next attempt."""
         return tuple(self.critiques)
 
 
@@ -75,7 +77,27 @@ def run_attempts(
     guardrail: Guardrail | None = None,
     supervisor: Supervisor | None = None,
 ) -> list[EpisodeResult]:
-    """Attempt one seeded task until success or ``attempts``; return every attempt."""
+    """Attempt one seeded task until success or ``attempts``; return every attempt.
+
+    Between attempts the agent (if it ``RemembersCritiques``) is handed the last
+    ``keep`` critiques of its failures; its memory is cleared again at the end.
+
+    Args:
+        task: The task, reset from the same ``seed`` on every attempt.
+        agent: The agent making the attempts.
+        controller: The Reflect controller, reset at the start of each attempt.
+        limits: The hard limits of each attempt.
+        seed: The episode's SeedSequence, the same for every attempt.
+        attempts: The most attempts to make (Reflexion's k).
+        keep: How many critiques of failed attempts to carry forward.
+        episode: The episode number recorded on each result.
+        guardrail: Reviews high-risk calls before they run, or None.
+        supervisor: Convergence guards around the controller, or None.
+
+    Returns:
+        One result per attempt made, in order, each with its ``attempt`` number;
+        the last is the first success, or attempt ``attempts``.
+    """
     memory = LongTermMemory(keep)
     remember = agent.remember if isinstance(agent, RemembersCritiques) else None
     results: list[EpisodeResult] = []

@@ -33,15 +33,21 @@ class EntryPointLike(Protocol):
     """What the registry needs of an entry point: its name and what it loads."""
 
     @property
-    def name(self) -> str: ...
+    def name(self) -> str:
+        """The name the loaded factory is registered under."""
+        ...
 
-    def load(self) -> Any: ...
+    def load(self) -> Any:
+        """Import and return the factory the entry point names."""
+        ...
 
 
 class EntryPointSource(Protocol):
     """``importlib.metadata.entry_points``, or a stand-in with the same keyword."""
 
-    def __call__(self, *, group: str) -> Iterable[EntryPointLike]: ...
+    def __call__(self, *, group: str) -> Iterable[EntryPointLike]:
+        """The entry points of ``group``."""
+        ...
 
 
 def _installed_entry_points(*, group: str) -> Iterable[EntryPointLike]:

@@ -25,14 +25,32 @@ class Streams:
 
 
 def episode_seed(seed: int, episode: int) -> np.random.SeedSequence:
-    """The SeedSequence of episode ``episode`` in a run seeded with ``seed``."""
+    """The SeedSequence of episode ``episode`` in a run seeded with ``seed``.
+
+    Args:
+        seed: The run seed (non-negative).
+        episode: The episode number (non-negative), used as the spawn key.
+
+    Returns:
+        The same SeedSequence for the same pair, whatever else the run does.
+
+    Raises:
+        ValueError: If ``seed`` or ``episode`` is negative.
+    """
     if seed < 0 or episode < 0:
         raise ValueError("seed and episode must be non-negative")
     return np.random.SeedSequence(seed, spawn_key=(episode,))
 
 
 def streams(seq: np.random.SeedSequence) -> Streams:
-    """Split an episode's SeedSequence into the named generators, in a fixed order."""
+    """Split an episode's SeedSequence into the named generators, in a fixed order.
+
+    Args:
+        seq: The episode's SeedSequence.
+
+    Returns:
+        PCG64 generators for the task, agent, tools and controller, in that order.
+    """
     children = seq.spawn(len(STREAMS))
     gens = [np.random.Generator(np.random.PCG64(c)) for c in children]
     return Streams(*gens)
@@ -44,6 +62,16 @@ def derived(rng: np.random.Generator, *key: int) -> np.random.Generator:
     Wrappers and repeated attempts take their own stream this way: the parent
     stream's draws are untouched, so adding a wrapper never shifts the random
     numbers of the task beneath it, and the same seed and key give the same child.
+
+    Args:
+        rng: A generator seeded from a SeedSequence (as ``streams`` makes them).
+        *key: Integers appended to the parent's spawn key.
+
+    Returns:
+        A PCG64 generator independent of ``rng``'s stream.
+
+    Raises:
+        ValueError: If ``rng`` was not seeded from a SeedSequence.
     """
     seq = rng.bit_generator.seed_seq
     if not isinstance(seq, np.random.SeedSequence):

@@ -73,7 +73,17 @@ class Supervisor:
                 guard.bind_truth(probe)
 
     def review(self, record: StepRecord, decision: Decision) -> GuardAction | None:
-        """The combined override of the guards that fired, or None if none did."""
+        """The combined override of the guards that fired, or None if none did.
+
+        Args:
+            record: The step just finished, with its evaluation and cost.
+            decision: The controller's decision for that step.
+
+        Returns:
+            The first truncating guard's action (with the delays so far), else the
+            composed override (last signal, reasons joined, delays summed), or
+            None when no guard fired.
+        """
         reasons: list[str] = []
         delay = 0.0
         signal = decision.signal

@@ -69,6 +69,7 @@ class Plan:
 
     @property
     def exhausted(self) -> bool:
+        """Whether the cursor has passed the plan's last step."""
         return self.cursor >= len(self.steps)
 
 
@@ -81,15 +82,18 @@ class Action:
 
     @staticmethod
     def of(tool: str, **args: Any) -> Action:
+        """Build a call of ``tool`` from keyword arguments (stored sorted by name)."""
         return Action(tool, tuple(sorted(args.items())))
 
     def arg(self, name: str, default: Any = None) -> Any:
+        """The value of argument ``name``, or ``default`` when the call has none."""
         for key, value in self.args:
             if key == name:
                 return value
         return default
 
     def label(self) -> str:
+        """The compact form used in records and logs: ``tool(k=v,...)``, or just ``tool``."""
         if not self.args:
             return self.tool
         inner = ",".join(f"{k}={v}" for k, v in self.args)
@@ -164,6 +168,7 @@ class Cost:
 
     @property
     def tokens(self) -> int:
+        """Prompt plus completion tokens spent so far."""
         return self.prompt_tokens + self.completion_tokens
 
 
@@ -212,4 +217,5 @@ class EpisodeResult:
 
     @property
     def success(self) -> bool:
+        """Whether the outcome is ``success`` (TERMINATE with the goal met)."""
         return self.outcome == Outcome.SUCCESS.value

@@ -1,1 +1,1 @@
-"""Experiment running: the spec, building its parts, the run directory, runner, executors, sweep, tune."""
+"""Experiment running: spec, build, run directory, runner, executors, sweep and tuning."""

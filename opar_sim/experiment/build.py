@@ -53,6 +53,9 @@ def parse_spec(data: dict[str, Any], source: str = "spec") -> ExperimentSpec:
 
     Returns:
         The validated spec, whose components are known to build.
+
+    Raises:
+        SpecError: naming the offending key.
     """
     spec = validate_spec(data, source)
     build(spec, source)
@@ -60,7 +63,18 @@ def parse_spec(data: dict[str, Any], source: str = "spec") -> ExperimentSpec:
 
 
 def load_spec(path: str | Path) -> ExperimentSpec:
-    """Read and validate a TOML spec file."""
+    """Read and validate a TOML spec file.
+
+    Args:
+        path: The spec file.
+
+    Returns:
+        The validated spec, whose components are known to build.
+
+    Raises:
+        SpecError: when the file is missing, is not TOML, or fails the schema or a
+            component's own checks.
+    """
     p = Path(path)
     if not p.is_file():
         raise SpecError(f"spec not found: {p}")

@@ -2,8 +2,9 @@
 
 A chunk names the resolved spec (as JSON, so it pickles small and hashes),
 one controller of it and a range of episode indices.  A worker builds the
-components from the spec once per process (``opar_sim.experiment.build``), runs the episodes and sends
-back their lines, ready to append to the run directory.
+components from the spec once per process (``opar_sim.experiment.build``),
+runs the episodes and sends back their lines, ready to append to the run
+directory.
 """
 
 from __future__ import annotations
@@ -69,7 +70,7 @@ def run_chunk(chunk: Chunk) -> ChunkResult:
     drain_calls = agent.drain_calls if isinstance(agent, LogsCalls) else None
     for i in range(chunk.start, chunk.stop):
         started = time.perf_counter()
-        # issue 6: Reflexion attempts (1 by default) and guardrails (None by default)
+        # Reflexion attempts (1 by default) and guardrails (None by default)
         tries = run_attempts(
             task,
             agent,

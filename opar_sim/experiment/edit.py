@@ -64,7 +64,18 @@ def apply_changes(
 def sweep_points(
     spec: ExperimentSpec, source: str = "spec"
 ) -> list[tuple[SweepPoint, ExperimentSpec]]:
-    """The sweep grid of ``spec``, each point validated; errors name the sweep path."""
+    """The sweep grid of ``spec``, each point validated; errors name the sweep path.
+
+    Args:
+        spec: A spec with a ``[sweep]`` table.
+        source: Where it came from, for the error message.
+
+    Returns:
+        Every grid point with its validated spec.
+
+    Raises:
+        SpecError: when there is no sweep, or a point is not a valid spec.
+    """
     if not spec.sweep:
         raise SpecError(f"{source}: no [sweep] table: nothing to sweep")
     try:
@@ -89,7 +100,19 @@ def with_overrides(
     controller: str | None = None,
     agent: str | None = None,
 ) -> ExperimentSpec:
-    """Apply command-line overrides; a new controller or agent kind keeps no old parameters."""
+    """Apply command-line overrides; a new controller or agent kind keeps no old parameters.
+
+    Args:
+        spec: The spec read from its file.
+        episodes: The number of episodes, if given.
+        seed: The seed, if given.
+        controller: A controller name; it replaces the spec's controllers (and
+            empties ``compare``).
+        agent: An agent kind (``simulated`` or ``llm``).
+
+    Returns:
+        The changed spec, validated and built; ``spec`` itself when nothing changes.
+    """
     changes: dict[str, Any] = {}
     if agent is not None and agent != spec.agent.kind:
         changes |= {"agent.kind": agent, "agent.params": {}}

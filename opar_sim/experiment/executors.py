@@ -34,6 +34,7 @@ class SerialExecutor(Executor):
     """Runs each submitted call at once, in this process."""
 
     def submit(self, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> Future[T]:
+        """Call ``fn`` now and return a future already holding its result or exception."""
         future: Future[T] = Future()
         try:
             future.set_result(fn(*args, **kwargs))
@@ -52,6 +53,7 @@ class ExecutorConfig:
 
     @property
     def parallelism(self) -> int:
+        """How many chunks run at once: 1 for serial, else the workers or the core count."""
         if self.kind == "serial":
             return 1
         return self.workers or os.cpu_count() or 1

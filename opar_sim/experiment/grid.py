@@ -38,6 +38,7 @@ class SweepRange(BaseModel):
         return self
 
     def values(self) -> list[float]:
+        """The range's ``num`` points, rounded to 12 significant digits."""
         if self.log:
             grid = np.geomspace(self.start, self.stop, self.num)
         else:

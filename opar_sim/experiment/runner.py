@@ -54,7 +54,20 @@ def run_experiment(
     resume: bool = False,
     on_progress: Callable[[int], None] | None = None,
 ) -> RunResult:
-    """Run every episode of ``spec`` (every controller, same seeds) into ``out``."""
+    """Run every episode of ``spec`` (every controller, same seeds) into ``out``.
+
+    Args:
+        spec: The validated spec.
+        out: The run directory; spec.json, episodes.jsonl, steps.jsonl and
+            summary.json are written there.
+        executor: Where the chunks run (None: serially, in this process).
+        parallelism: The executor's workers; sizes the chunks and bounds those in flight.
+        resume: Continue the run already in ``out`` instead of starting afresh.
+        on_progress: Called with the number of episodes each finished chunk adds.
+
+    Returns:
+        The run directory and its per-controller summary.
+    """
     if resume and not (out / SPEC_FILE).is_file():
         raise SpecError(f"--resume: {out} holds no run to resume")
     return run_many(
@@ -79,7 +92,17 @@ def run_many(
 
     The executor stays busy across run boundaries (a sweep's points do not wait
     for each other); each run's files are still written in episode order.
-    ``on_run(i)`` is called when run ``i`` starts writing.
+
+    Args:
+        runs: (spec, run directory) pairs, in the order they are written.
+        executor: Where the chunks run (None: serially, in this process).
+        parallelism: The executor's workers; sizes the chunks and bounds those in flight.
+        resume: Continue runs already on disk; a run not started yet starts.
+        on_progress: Called with the number of episodes each finished chunk adds.
+        on_run: Called with a run's index when that run starts writing.
+
+    Returns:
+        One result per run, in the order of ``runs``.
     """
     for spec, _ in runs:
         build(spec)  # every error surfaces before anything is written

@@ -31,27 +31,35 @@ class _Strict(BaseModel):
 
 
 class TaskSpec(_Strict):
+    """The ``[task]`` table: an environment by name, its parameters and its wrappers."""
+
     name: str = "flight_booking"
     params: dict[str, Any] = Field(default_factory=dict)
-    # issue 6: `[[task.wrappers]]` tables, each `name = "delay"` plus the wrapper's keys;
+    # `[[task.wrappers]]` tables, each `name = "delay"` plus the wrapper's keys;
     # applied in order, the first innermost (environments.wrappers)
     wrappers: list[dict[str, Any]] = Field(default_factory=list)
 
 
 class AgentSpec(_Strict):
+    """The ``[agent]`` table: the simulated noisy expert or an LLM agent, and its parameters."""
+
     kind: Literal["simulated", "llm"] = "simulated"
     params: dict[str, Any] = Field(default_factory=dict)
-    # LLM agents (issue 7): `backend` plans and acts, `evaluator` (default: backend) reflects
+    # LLM agents: `backend` plans and acts, `evaluator` (default: backend) reflects
     backend: BackendSpec | None = None
     evaluator: BackendSpec | None = None
 
 
 class ControllerSpec(_Strict):
+    """A controller by registered name (``pid``, ``oracle``, ...) with its parameters."""
+
     name: str = "pid"
     params: dict[str, Any] = Field(default_factory=dict)
 
 
 class LimitsSpec(_Strict):
+    """The ``[limits]`` table: the hard caps on steps, simulated time and tokens."""
+
     max_steps: int = Field(20, ge=1, description="T_max: iterations of the loop")
     time_budget: float = Field(600.0, gt=0, description="simulated seconds")
     token_budget: int = Field(200_000, ge=1, description="prompt + completion tokens")
@@ -100,6 +108,7 @@ class Objective(BaseModel):
     replan_rate: float = Field(0.0, ge=0, description="weight of REPLANs per step")
 
     def episode_score(self, row: Mapping[str, Any]) -> float:
+        """The weighted score of one episodes.jsonl row (lower is better)."""
         steps = max(1, int(row["steps"]))
         return (
             self.failure * (0.0 if row["success"] else 1.0)
@@ -138,8 +147,8 @@ class ExperimentSpec(_Strict):
     )
     limits: LimitsSpec = Field(default_factory=LimitsSpec)
     guards: GuardsSpec = Field(default_factory=GuardsSpec, description="convergence guards")
-    guardrail: GuardrailSpec | None = None  # issue 6: off unless the table is given
-    reflexion: ReflexionSpec = Field(default_factory=ReflexionSpec)  # issue 6
+    guardrail: GuardrailSpec | None = None  # off unless the table is given
+    reflexion: ReflexionSpec = Field(default_factory=ReflexionSpec)
     sweep: dict[str, SweepAxis] = Field(
         default_factory=dict, description="dotted spec path -> values, for `opar-sim sweep`"
     )
@@ -153,6 +162,7 @@ class ExperimentSpec(_Strict):
 
 
 def first_error(exc: ValidationError, prefix: str = "") -> str:
+    """The first validation error as ``dotted.path: message``, the path after ``prefix``."""
     err = exc.errors()[0]
     where = ".".join(str(p) for p in err["loc"])
     if err["type"] == "extra_forbidden":

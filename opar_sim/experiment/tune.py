@@ -30,6 +30,8 @@ from opar_sim.experiment.spec import Objective, ParamRange, TuneSpec
 
 @dataclass
 class Trial:
+    """One scored assignment: its number, parameters, training score and success rate."""
+
     number: int
     params: dict[str, float]
     score: float
@@ -50,6 +52,8 @@ class Holdout:
 
 @dataclass
 class TuneResult:
+    """The outcome of ``tune``: the best gains, every trial and the held-out comparison."""
+
     best_params: dict[str, float]
     best_train_score: float
     holdout: Holdout
@@ -97,8 +101,8 @@ def minimize(
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     study = optuna.create_study(direction="minimize", sampler=_sampler(sampler, seed))
-    for params in enqueue:
-        study.enqueue_trial(dict(params))
+    for assignment in enqueue:
+        study.enqueue_trial(dict(assignment))
     scored: list[tuple[dict[str, float], float]] = []
     for _ in range(trials):
         trial = study.ask()
@@ -161,10 +165,12 @@ def tune(
 
 
 def mean_score(objective: Objective, rows: Sequence[Mapping[str, Any]]) -> float:
+    """The objective averaged over episode rows."""
     return float(np.mean([objective.episode_score(r) for r in rows]))
 
 
 def success_rate(rows: Sequence[Mapping[str, Any]]) -> float:
+    """The share of episode rows that succeeded."""
     return float(np.mean([bool(r["success"]) for r in rows]))
 
 

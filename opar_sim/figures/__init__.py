@@ -1,4 +1,4 @@
-"""The figures of a run, built headless from its analysis; each returned, and saved as PNG + SVG.
+"""The figures of a run, built headless from its analysis, returned and saved as PNG and SVG.
 
 ``write_figures(analysis, out)`` rebuilds all of them from a run directory's
 analysis (``opar_sim.analysis.run.analyze``) without rerunning anything.
@@ -84,8 +84,11 @@ def _thresholds(analysis: RunAnalysis, name: str) -> tuple[float | None, float |
 def _pid_episode(
     analysis: RunAnalysis, controller: str | None, episode: int | None
 ) -> EpisodeTrace | None:
-    """The chosen episode, or the most-replanning kept episode of the first controller with an
-    effort term."""
+    """The chosen episode, else the most-replanning kept one with an effort term.
+
+    Without ``controller`` the controllers are tried in run order, and the
+    first whose episode records PID terms gives the trace.
+    """
     names = [controller] if controller else list(analysis.traces)
     for name in names:
         kept = analysis.traces.get(name, [])
@@ -102,7 +105,19 @@ def _pid_episode(
 def build_figures(
     analysis: RunAnalysis, *, controller: str | None = None, episode: int | None = None
 ) -> FigureSet:
-    """Every figure of the run; the PID-terms figure for ``episode`` of ``controller``."""
+    """Every figure of the run; the PID-terms figure for ``episode`` of ``controller``.
+
+    Args:
+        analysis: The run's analysis, with its kept trajectories.
+        controller: The controller of the PID-terms figure (default: the first
+            whose episodes record PID terms).
+        episode: The episode of the PID-terms figure (default: the kept episode
+            that replanned most).
+
+    Returns:
+        The convergence, signals, phase, outcomes and Pareto figures, and
+        ``pid_terms`` when a controller recorded its terms.
+    """
     name = analysis.spec.name if analysis.spec is not None else analysis.path.name
     n = max((m.episodes for m in analysis.controllers.values()), default=0)
     figs = {
@@ -142,6 +157,16 @@ def write_figures(
     controller: str | None = None,
     episode: int | None = None,
 ) -> list[str]:
-    """Build every figure and save it under ``out`` (default: RUNDIR/figures)."""
+    """Build every figure and save it under ``out`` (default: RUNDIR/figures).
+
+    Args:
+        analysis: The run's analysis.
+        out: The figure directory (created if missing).
+        controller: The controller of the PID-terms figure (see ``build_figures``).
+        episode: The episode of the PID-terms figure.
+
+    Returns:
+        The paths written, a PNG and an SVG per figure.
+    """
     target = out if out is not None else analysis.path / FIGURE_DIR
     return build_figures(analysis, controller=controller, episode=episode).save(target)

@@ -35,6 +35,13 @@ def convergence_figure(traces: Mapping[str, Sequence[EpisodeTrace]], title: str)
     Left against the loop iteration, right against simulated seconds; an
     episode that ended keeps its final value, so each curve shows where the
     population of episodes stands.
+
+    Args:
+        traces: Per controller, the kept episodes' trajectories.
+        title: The figure's title.
+
+    Returns:
+        The figure, not yet saved (``style.save`` writes it).
     """
     fig, (by_step, by_time) = new_figure(1, 2, figsize=(12, 4.8))
     colors = controller_colors(list(traces))

@@ -16,7 +16,15 @@ from matplotlib.figure import Figure
 
 
 def learning_curve_figure(curves: Mapping[str, Sequence[float]], title: str) -> Figure:
-    """Share of seeded tasks solved by attempt a, one line per arm (Reflexion's figure)."""
+    """Share of seeded tasks solved by attempt a, one line per arm (Reflexion's figure).
+
+    Args:
+        curves: Per arm (or controller), the share solved by each attempt, in order.
+        title: The figure's title.
+
+    Returns:
+        The figure, not yet saved (``style.save`` writes it).
+    """
     fig, ax = plt.subplots(figsize=(7, 4.5), layout="constrained")
     for name, values in curves.items():
         attempts = np.arange(1, len(values) + 1)
@@ -37,7 +45,18 @@ def rebound_figure(
     knee: float,
     title: str,
 ) -> Figure:
-    """Per-step error rate (top) and mean context size (bottom) for each arm."""
+    """Per-step error rate (top) and mean context size (bottom) for each arm.
+
+    Args:
+        error: Per arm, the share of wrong actions at each step.
+        context: Per arm, the mean context size C_t in tokens at each step.
+        knee: The context size where quality starts to fall, drawn as a dashed
+            line.
+        title: The figure's title.
+
+    Returns:
+        The figure, not yet saved (``style.save`` writes it).
+    """
     fig, (top, bottom) = plt.subplots(
         2, 1, figsize=(8, 6.5), sharex=True, layout="constrained", height_ratios=(3, 2)
     )

@@ -13,7 +13,15 @@ from opar_sim.figures.style import controller_colors, new_figure, outcome_color,
 
 
 def outcomes_figure(metrics: Mapping[str, ControllerMetrics], title: str) -> Figure:
-    """Share of episodes per outcome, one horizontal stacked bar per controller."""
+    """Share of episodes per outcome, one horizontal stacked bar per controller.
+
+    Args:
+        metrics: The run's per-controller metrics, in run order.
+        title: The figure's title.
+
+    Returns:
+        The figure, not yet saved (``style.save`` writes it).
+    """
     names = list(metrics)
     kinds = outcome_order([k for m in metrics.values() for k in m.outcomes])
     fig, ax = new_figure(1, 1, figsize=(9, 1.6 + 0.55 * len(names)))
@@ -57,7 +65,15 @@ def pareto_front(costs: Sequence[float], successes: Sequence[float]) -> list[int
 
 
 def pareto_figure(metrics: Mapping[str, ControllerMetrics], title: str) -> Figure:
-    """Mean tokens per episode against success rate, with 95 % intervals and the Pareto front."""
+    """Mean tokens per episode against success rate, with 95 % intervals and the Pareto front.
+
+    Args:
+        metrics: The run's per-controller metrics, in run order.
+        title: The figure's title.
+
+    Returns:
+        The figure, not yet saved (``style.save`` writes it).
+    """
     names = list(metrics)
     colors = controller_colors(names)
     cost = [metrics[n].tokens.mean for n in names]

@@ -30,7 +30,16 @@ def signal_matrix(traces: Sequence[EpisodeTrace], width: int) -> np.ndarray:
 
 
 def raster_figure(traces: Mapping[str, Sequence[EpisodeTrace]], title: str) -> Figure:
-    """Episodes × steps coloured by the decision: thrashing shows as dense REPLAN stripes."""
+    """Episodes × steps coloured by the decision: thrashing shows as dense REPLAN stripes.
+
+    Args:
+        traces: Per controller, the kept episodes' trajectories; the first ``RASTER_EPISODES``
+            of each are drawn.
+        title: The figure's title.
+
+    Returns:
+        The figure, not yet saved (``style.save`` writes it).
+    """
     names = [n for n, ts in traces.items() if ts]
     width = max((len(t) for n in names for t in traces[n]), default=1)
     fig, axes = new_figure(
@@ -72,7 +81,21 @@ def most_replanning(traces: Sequence[EpisodeTrace]) -> EpisodeTrace | None:
 def pid_terms_figure(
     trace: EpisodeTrace, replan_threshold: float | None, settle_band: float | None, title: str
 ) -> Figure:
-    """Error and progress (top); P, I, D and the effort against the thresholds (bottom)."""
+    """Error and progress (top); P, I, D and the effort against the thresholds (bottom).
+
+    Every step where the controller replanned or terminated is marked.
+
+    Args:
+        trace: One episode with its recorded PID terms.
+        replan_threshold: The effort u at or above which the controller replans
+            (None: not drawn).
+        settle_band: The error inside which the loop counts as settled (None: not
+            drawn).
+        title: The figure's title.
+
+    Returns:
+        The figure, not yet saved (``style.save`` writes it).
+    """
     fig, (top, bottom) = new_figure(2, 1, figsize=(11, 6.4), sharex=True)
     steps = trace.step
     error = trace.terms.get("error", 1.0 - np.nan_to_num(trace.estimate))
@@ -131,6 +154,14 @@ def phase_figure(traces: Mapping[str, Sequence[EpisodeTrace]], title: str) -> Fi
     """The estimated error e against its trend Δe per step, one panel per controller.
 
     A converging loop runs from (1, 0) into the origin; a thrashing one circles.
+
+    Args:
+        traces: Per controller, the kept episodes' trajectories; the first ``PHASE_EPISODES``
+            of each are drawn.
+        title: The figure's title.
+
+    Returns:
+        The figure, not yet saved (``style.save`` writes it).
     """
     names = [n for n, ts in traces.items() if ts]
     cols = min(3, max(len(names), 1))

@@ -67,7 +67,16 @@ def padded(series: Sequence[Sequence[float] | np.ndarray]) -> np.ndarray:
 
 
 def save(fig: Figure, path_stem: str, *, svg: bool = False) -> list[str]:
-    """Save a figure as PNG (and SVG with ``svg``), close it; return the paths written."""
+    """Save a figure as PNG (and SVG with ``svg``), close it; return the paths written.
+
+    Args:
+        fig: The figure; it is closed afterwards.
+        path_stem: The file path without its extension.
+        svg: Also write a reproducible SVG (no date, fixed id salt).
+
+    Returns:
+        The paths written, PNG first.
+    """
     png = f"{path_stem}.png"
     fig.savefig(png, dpi=110)
     paths = [png]

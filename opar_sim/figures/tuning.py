@@ -1,4 +1,4 @@
-"""Figures of searches over a spec: sweep grids, tuning histories and landscapes, the relay test."""
+"""Figures of searches over a spec: sweep grids, tuning history and landscape, the relay test."""
 
 from __future__ import annotations
 
@@ -14,7 +14,19 @@ from matplotlib.figure import Figure
 
 
 def sweep_figure(rows: Sequence[Mapping[str, Any]], title: str) -> Figure:
-    """Success rate and mean tokens over a sweep: lines for one axis, heat maps for two."""
+    """Success rate and mean tokens over a sweep: lines for one axis, heat maps for two.
+
+    Heat maps need two numeric axes and a single controller; any other grid is
+    drawn as grouped bars, one per point and controller.
+
+    Args:
+        rows: The sweep's points, as in ``sweep_summary.json`` (``assignment``
+            and per-controller ``summary``).
+        title: The figure's title.
+
+    Returns:
+        The figure, not yet saved (``style.save`` writes it).
+    """
     paths = list(rows[0]["assignment"]) if rows else []
     controllers = list(rows[0]["summary"]) if rows else []
     numeric = all(
@@ -102,7 +114,16 @@ def _sweep_heatmaps(
 
 
 def tune_history(numbers: Sequence[int], scores: Sequence[float], title: str) -> Figure:
-    """Each trial's objective and the best so far."""
+    """Each trial's objective and the best so far.
+
+    Args:
+        numbers: The trial numbers.
+        scores: Each trial's training objective.
+        title: The figure's title.
+
+    Returns:
+        The figure, not yet saved (``style.save`` writes it).
+    """
     fig, ax = plt.subplots(figsize=(8, 4.2), layout="constrained")
     ax.scatter(numbers, scores, s=14, color="tab:blue", alpha=0.7, label="trial objective")
     ax.step(
@@ -128,7 +149,21 @@ def tune_landscape(
     best: tuple[float, float],
     title: str,
 ) -> Figure:
-    """The objective over the two most important parameters, one point per trial."""
+    """The objective over the two most important parameters, one point per trial.
+
+    An axis spanning more than a factor of 20 is drawn on a log scale.
+
+    Args:
+        x: Each trial's value of the first parameter.
+        y: Each trial's value of the second parameter.
+        scores: Each trial's objective.
+        names: The two parameters' dotted paths, for the axis labels.
+        best: The best trial's values, marked with a star.
+        title: The figure's title.
+
+    Returns:
+        The figure, not yet saved (``style.save`` writes it).
+    """
     fig, ax = plt.subplots(figsize=(7, 5), layout="constrained")
     points = ax.scatter(x, y, c=scores, cmap="viridis_r", s=36, edgecolors="k", linewidths=0.3)
     ax.scatter(
@@ -152,7 +187,17 @@ def relay_figure(
     responses: Mapping[str, Sequence[float]],
     title: str,
 ) -> Figure:
-    """The relay test's limit cycle, and set-point responses under each set of PID gains."""
+    """The relay test's limit cycle, and set-point responses under each set of PID gains.
+
+    Args:
+        outputs: The plant's outputs during the relay test (the first 121 are drawn).
+        inputs: The relay's inputs (the first 120 are drawn).
+        responses: Per set of gains, the plant's closed-loop output.
+        title: The figure's title.
+
+    Returns:
+        The figure, not yet saved (``style.save`` writes it).
+    """
     fig, (ax_r, ax_c) = plt.subplots(1, 2, figsize=(12, 4.4), layout="constrained")
     outputs, inputs = outputs[:121], inputs[:120]  # the first cycles are enough to see
     k = np.arange(len(outputs))

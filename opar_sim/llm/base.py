@@ -65,6 +65,23 @@ class BackendBase(ABC):
         json_schema: JsonSchema | None = None,
         seed: int | None = None,
     ) -> Reply[T]:
+        """Generate and validate an object of ``schema``, retrying once with the error shown.
+
+        A reply cut off by the token limit counts as invalid.  ``seed`` + the
+        attempt number seeds each generation.
+
+        Args:
+            messages: The conversation so far.
+            schema: The pydantic model the reply must validate as.
+            json_schema: The schema sent to the backend; defaults to ``schema``'s own.
+            seed: The base seed of the generations, or None.
+
+        Returns:
+            Every attempt, and the value (None, with the last problem, when both failed).
+
+        Raises:
+            LLMError: From ``generate``, when the backend itself fails.
+        """
         sent = json_schema if json_schema is not None else schema.model_json_schema()
         reply: Reply[T] = Reply(None)
         convo = list(messages)

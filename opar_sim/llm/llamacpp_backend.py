@@ -146,6 +146,7 @@ class LlamaCppBackend(BackendBase):
     def generate(
         self, messages: Sequence[Message], json_schema: JsonSchema, seed: int | None
     ) -> Completion:
+        """One grammar-constrained completion by the embedded model; the wall time is its cost."""
         started = time.perf_counter()
         out = self.complete_raw(
             messages,

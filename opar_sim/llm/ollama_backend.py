@@ -92,6 +92,12 @@ class OllamaBackend(BackendBase):
     def generate(
         self, messages: Sequence[Message], json_schema: JsonSchema, seed: int | None
     ) -> Completion:
+        """One chat request to Ollama with ``format`` = ``json_schema`` (streamed if configured).
+
+        Connection failures, timeouts and error statuses become typed errors
+        (``BackendUnavailable``, ``ModelMissing``, ``BackendTimeout``, ``BackendHTTPError``)
+        whose message says what to do.
+        """
         import httpx
         import ollama
 

@@ -43,6 +43,7 @@ def describe_tool(tool: ToolSpec) -> str:
 
 
 def system_prompt(goal: str, tools: Mapping[str, ToolSpec]) -> Message:
+    """The system message: the OPAR loop's role, JSON-only replies, the goal and the tools."""
     lines = "\n".join(describe_tool(t) for t in tools.values())
     return {
         "role": "system",
@@ -62,6 +63,7 @@ def _history(history: Sequence[str], obs: Observation) -> str:
 def plan_messages(
     system: Message, history: Sequence[str], obs: Observation, critique: str, max_steps: int
 ) -> list[Message]:
+    """Ask for a conditional plan of at most ``max_steps`` steps, showing the critique if any."""
     hint = f"\nCritique of the previous attempt: {critique}" if critique else ""
     example = '{"steps": [{"tool": "TOOL", "description": "why", "condition": "", "fallback": ""}]}'
     ask = (
@@ -76,6 +78,7 @@ def plan_messages(
 def act_messages(
     system: Message, history: Sequence[str], obs: Observation, plan: Plan
 ) -> list[Message]:
+    """Ask for the next tool call, with the plan shown and its next step marked."""
     steps = "\n".join(
         f"{'->' if i == plan.cursor else '  '} {i + 1}. {s.tool}: {s.description}"
         + (f" (if {s.condition}: {s.fallback})" if s.condition else "")
@@ -91,6 +94,7 @@ def act_messages(
 def evaluate_messages(
     system: Message, history: Sequence[str], obs: Observation, last: str
 ) -> list[Message]:
+    """Ask for the self-reflection on ``last`` step: critique, the δ signals, confidence."""
     ask = (
         f"{_history(history, obs)}\nLast step: {last}\n"
         "Evaluate: critique (one sentence), delta_task (progress toward the goal, 0 to 1), "

@@ -90,6 +90,7 @@ def _strip(schema: JsonSchema) -> JsonSchema:
 
 
 def plan_schema(tools: Mapping[str, ToolSpec], max_steps: int) -> JsonSchema:
+    """A plan of 1 to ``max_steps`` steps, each naming one of ``tools``, with short texts."""
     step = {
         "type": "object",
         "properties": {
@@ -127,6 +128,7 @@ def action_schema(tools: Mapping[str, ToolSpec]) -> JsonSchema:
 
 
 def evaluation_schema(tools: Mapping[str, ToolSpec]) -> JsonSchema:
+    """The self-reflection: δ signals and confidence in [0, 1], ``next_action`` a tool or stop."""
     return {
         "type": "object",
         "properties": {

@@ -40,6 +40,7 @@ class ScriptedBackend(BackendBase):
     def generate(
         self, messages: Sequence[Message], json_schema: JsonSchema, seed: int | None
     ) -> Completion:
+        """Record the request and play back the next reply (raising an LLMError entry)."""
         reply = self.replies[min(len(self.requests), len(self.replies) - 1)]
         self.requests.append((list(messages), json_schema, seed))
         if isinstance(reply, LLMError):

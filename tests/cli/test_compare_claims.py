@@ -1,4 +1,4 @@
-"""The claims of experiments/compare_flight_booking.toml hold in the numbers (issue 4)."""
+"""The claims of experiments/compare_flight_booking.toml hold in the numbers."""
 
 from __future__ import annotations
 

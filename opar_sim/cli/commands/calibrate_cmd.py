@@ -22,6 +22,11 @@ HELP = "fit the simulated agent's knobs to a recorded run and write a spec snipp
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The run directory to fit, and the check's episodes and seed.
+
+    ``--direct`` keeps the direct estimates of bias and noise instead of
+    refining them by simulated moments.
+    """
     parser.add_argument("rundir", help="a run directory (e.g. of an --agent llm run)")
     parser.add_argument(
         "--episodes",
@@ -38,6 +43,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, console: Console) -> int:
+    """Fit the recorded run, check the fit by simulation, and report it.
+
+    Writes ``RUNDIR/calibrated.toml`` and ``RUNDIR/calibration.json``; prints the
+    ``[agent]`` snippet, then the recorded and simulated success rates and mean
+    steps, each marked within or OUTSIDE the recorded 95 % interval.
+
+    Returns:
+        0; a directory that is not a run exits 2 through ``SpecError``.
+    """
     recorded = load_run(args.rundir)
     calibration = fit(recorded)
     if not args.direct:

@@ -20,6 +20,7 @@ HELP = "run several controllers on the same seeds, print one table and write the
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The run flags, ``--controllers`` (default: the spec's list), ``--detail``, ``--thrash-k``."""
     add_run_flags(parser)
     parser.add_argument(
         "--controllers",
@@ -55,6 +56,15 @@ def with_controllers(spec: ExperimentSpec, names: list[str]) -> ExperimentSpec:
 
 
 def run(args: argparse.Namespace, console: Console) -> int:
+    """Run the controllers on the same seeds, then analyse the run directory.
+
+    Prints the run's progress and the comparison table (with ``--detail`` also
+    the step-response and oscillation table); writes the run directory,
+    ``metrics.json`` and the figures under ``figures/``.
+
+    Returns:
+        0.
+    """
     spec = with_overrides(load_spec(args.spec), episodes=args.episodes, seed=args.seed)
     if args.controllers is not None:
         spec = with_controllers(spec, parse_names(args.controllers))

@@ -21,11 +21,17 @@ HELP = "check the configured LLM backends (Ollama reachable, models present)"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """An optional spec whose backends to check, and ``--timeout`` seconds per request."""
     parser.add_argument("spec", nargs="?", help="experiment spec whose backends to check")
     parser.add_argument("--timeout", type=float, default=5.0, help="seconds per request")
 
 
 def run(args: argparse.Namespace, console: Console) -> int:
+    """Check the backends and print one ok/FAIL line per check, with the fix for each failure.
+
+    Returns:
+        0 when every check passes (or the spec's agent is simulated), else 1.
+    """
     if args.spec is None:
         checks = check_ollama(None, [], args.timeout)
     else:

@@ -24,7 +24,7 @@ HEADINGS = {
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Optionally one kind only."""
+    """Optionally one kind (tasks, controllers, wrappers, ...) to list alone."""
     parser.add_argument("kind", nargs="?", choices=KINDS, help="list only this kind")
 
 

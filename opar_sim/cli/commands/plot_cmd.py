@@ -17,6 +17,7 @@ HELP = "rebuild the figures of a run directory (PNG and SVG) without rerunning"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The run directory, ``--out`` for the figures, and the PID-terms figure's episode."""
     parser.add_argument("rundir", type=Path, help="a run directory written by run or compare")
     parser.add_argument(
         "--out", type=Path, help="where to write the figures (default RUNDIR/figures)"
@@ -46,12 +47,18 @@ def load_analysis(path: Path) -> RunAnalysis:
 
 
 def check_episode_flags(analysis: RunAnalysis, args: argparse.Namespace) -> None:
+    """Reject a ``--controller`` the run does not have, naming the ones it has."""
     if args.controller is not None and args.controller not in analysis.controllers:
         known = ", ".join(analysis.controllers)
         raise UsageError(f"--controller {args.controller!r} is not in this run (it has: {known})")
 
 
 def run(args: argparse.Namespace, console: Console) -> int:
+    """Analyse the run directory and redraw its figures as PNG and SVG, printing each path.
+
+    Returns:
+        0; a path that is not a run directory is a usage error (exit 2).
+    """
     analysis = load_analysis(args.rundir)
     check_episode_flags(analysis, args)
     paths = write_figures(analysis, args.out, controller=args.controller, episode=args.episode)

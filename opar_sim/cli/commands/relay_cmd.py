@@ -31,6 +31,7 @@ HELP = "relay test on the plant task: K_u, P_u, Ziegler-Nichols and Tyreus-Luybe
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """A spec whose task is ``plant``, the Optuna trials, held-out episodes, seed and ``--out``."""
     parser.add_argument("spec", help="a spec whose task is `plant` (its params are used)")
     parser.add_argument("--trials", type=int_at_least(2), default=40, help="Optuna trials")
     parser.add_argument("--holdout", type=int_at_least(1), default=200, help="held-out episodes")
@@ -39,6 +40,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, console: Console) -> int:
+    """Run the relay test, derive the classic gains, tune against them and report.
+
+    Prints K_u and P_u (beside the plant's true K_u) and a table of each
+    contender's gains and held-out IAE; writes ``relay.json``, ``gains.toml``
+    and the relay figure to the output directory.
+
+    Returns:
+        0; a spec whose task is not ``plant`` is a usage error (exit 2).
+    """
     spec = with_overrides(load_spec(args.spec), seed=args.seed)
     if spec.task.name != "plant":
         raise UsageError(f"{args.spec}: the relay test needs task `plant`, not {spec.task.name!r}")

@@ -22,11 +22,20 @@ HELP = "re-decide a recorded run under another controller, without calling the m
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The recorded run directory and ``--controller``, the registered controller to replay."""
     parser.add_argument("rundir", help="a run directory")
     parser.add_argument("--controller", required=True, help="a registered controller (see list)")
 
 
 def run(args: argparse.Namespace, console: Console) -> int:
+    """Replay every recorded episode under the controller and tabulate the verdicts.
+
+    Writes ``RUNDIR/replay_NAME.jsonl`` (one line per episode) and prints the
+    count of each verdict and the outcomes, recorded against replayed.
+
+    Returns:
+        0; an unknown controller is a usage error (exit 2).
+    """
     recorded = load_run(args.rundir)
     try:
         controllers.make(args.controller)

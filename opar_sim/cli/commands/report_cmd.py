@@ -15,12 +15,18 @@ HELP = "write one self-contained HTML page (figures, tables, spec) for a run dir
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The run directory, ``--out`` for the HTML file, and the PID-terms figure's episode."""
     parser.add_argument("rundir", type=Path, help="a run directory written by run or compare")
     parser.add_argument("--out", type=Path, help="the HTML file (default RUNDIR/report.html)")
     add_episode_flags(parser)
 
 
 def run(args: argparse.Namespace, console: Console) -> int:
+    """Analyse the run directory and write its HTML report, printing the file's path.
+
+    Returns:
+        0.
+    """
     analysis = load_analysis(args.rundir)
     check_episode_flags(analysis, args)
     out = args.out or args.rundir / "report.html"

@@ -23,6 +23,7 @@ HELP = "run an experiment spec and write a run directory"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The run flags, ``--controller`` (replaces the spec's controllers) and ``--agent`` kind."""
     add_run_flags(parser)
     parser.add_argument("--controller", help="use this registered controller (see `list`)")
     parser.add_argument(
@@ -37,7 +38,19 @@ def execute(
 ) -> RunResult:
     """Run ``spec`` with a progress bar and print its tables; shared with ``compare``.
 
-    ``compare`` passes ``tables=False`` and prints its own comparison table.
+    Writes the run directory and its progress figure (and the learning curve
+    with Reflexion); prints the summary and outcome tables, the paths and, for
+    LLM runs, the model costs.  ``compare`` passes ``tables=False`` and prints
+    its own comparison table.
+
+    Args:
+        spec: The spec, overrides applied.
+        args: The parsed run flags (``--out``, ``--resume``, executor flags).
+        console: Where to print.
+        tables: Print the summary and outcome tables.
+
+    Returns:
+        The finished run.
     """
     out = out_dir(args, spec.name)
     if not args.resume:
@@ -70,6 +83,11 @@ def execute(
 
 
 def run(args: argparse.Namespace, console: Console) -> int:
+    """Run the spec with the overrides applied (see ``execute`` for what it prints and writes).
+
+    Returns:
+        0.
+    """
     spec = with_overrides(
         load_spec(args.spec),
         episodes=args.episodes,

@@ -22,10 +22,20 @@ HELP = "run a parameter grid ([sweep] table) on common random numbers"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The run flags only: the grid comes from the spec's ``[sweep]`` table."""
     add_run_flags(parser)
 
 
 def run(args: argparse.Namespace, console: Console) -> int:
+    """Run every grid point into one sweep directory and summarise it.
+
+    Writes ``sweep.json``, one run directory per point, ``sweep_summary.json``
+    and the sweep figure; prints a table of success and cost per point and
+    controller.
+
+    Returns:
+        0.
+    """
     spec = with_overrides(load_spec(args.spec), episodes=args.episodes, seed=args.seed)
     points = sweep_points(spec, args.spec)
     out = out_dir(args, spec.name)

@@ -32,6 +32,10 @@ HELP = "tune controller gains with Optuna; report train and held-out scores"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """A spec with a ``[tune]`` table, overrides of its trials and sampler, seed, ``--out``.
+
+    Also the executor flags: the trials' episodes run there.
+    """
     parser.add_argument("spec", help="experiment spec (TOML) with a [tune] table")
     parser.add_argument("--trials", type=int_at_least(1), help="override [tune] trials")
     parser.add_argument("--sampler", choices=("tpe", "cmaes"), help="override [tune] sampler")
@@ -41,6 +45,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, console: Console) -> int:
+    """Tune the gains and report the best against the spec's own on held-out seeds.
+
+    Writes ``trials.jsonl``, ``best.toml``, ``tune.json`` and the history (and,
+    with two or more gains, landscape) figures; prints the result table and the
+    best gains as TOML.
+
+    Returns:
+        0; a missing optuna or ``[tune]`` table is a usage error (exit 2).
+    """
     try:
         import optuna  # noqa: F401
     except ImportError:

@@ -1,4 +1,4 @@
-"""The run directory, and its one owner: file names, rows, the episode key, reading, writing, resume.
+"""The run directory and its one owner: file names, rows, episode key, reading, writing, resume.
 
 Every part of opar-sim that writes or reads a run's files does it through
 this package: the runner writes through ``RunWriter``; summary, analysis,

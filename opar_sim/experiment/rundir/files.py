@@ -135,6 +135,7 @@ class RunWriter:
                 calls_file.write(calls)
 
     def close(self) -> None:
+        """Close the current run's episodes.jsonl and steps.jsonl, if one is open."""
         if self.files is not None:
             for f in self.files:
                 f.close()
