@@ -2,20 +2,18 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from rich.console import Console
 
-from opar_sim.experiment.rundir import LLM_SUMMARY_FILE as SUMMARY_FILE
+from opar_sim.experiment.rundir import LLM_SUMMARY_FILE, read_json
 
 
 def print_llm_costs(out: Path, console: Console) -> None:
     """Print tokens and seconds per step, cache hits and loop overhead, if the run had an LLM."""
-    path = out / SUMMARY_FILE
-    if not path.is_file():
+    s = read_json(out / LLM_SUMMARY_FILE)
+    if s is None:
         return
-    s = json.loads(path.read_text(encoding="utf-8"))
     console.print(
         f"LLM: {s['model_calls']} calls ({s['attempts']} attempts) over {s['steps']} steps; "
         f"{s['tokens_per_step']:.0f} tokens/step "

@@ -20,7 +20,7 @@ from opar_sim.core.agent import Agent, AgentAbort
 from opar_sim.core.controller import Controller, ReflectContext, Truth, TruthReader
 from opar_sim.core.guardrail import Guardrail
 from opar_sim.core.limits import Limits
-from opar_sim.core.seeding import streams
+from opar_sim.core.seeding import Streams, streams
 from opar_sim.core.supervisor import Supervisor
 from opar_sim.core.task import Task
 from opar_sim.core.types import (
@@ -78,15 +78,7 @@ def run_episode(
         The outcome (judged from the ground truth), answer, cost and trajectory.
     """
     env = simpy.Environment()
-    rngs = streams(seed)
-    task.reset(env, rngs.task, rngs.tools)
-    cost = Cost()
-    agent.reset(task, rngs.agent, cost)
-    controller.reset()
-    run = _Run([])
-    probe = _Probe(task, run)
-    if isinstance(controller, TruthReader):
-        controller.bind_truth(probe)
+    rngs, cost, run, probe = _start(env, task, agent, controller, seed)
     if supervisor is not None:
         # guards draw (a human approver's errors) from a child of the controller stream
         supervisor.reset(rngs.controller.spawn(1)[0])
@@ -136,14 +128,7 @@ def sub_episode(
         A SimPy process body whose value is the sub-episode's result; its
         ``cost.sim_seconds`` is the simulated time it took.
     """
-    rngs = streams(seed)
-    task.reset(env, rngs.task, rngs.tools)
-    cost = Cost()
-    agent.reset(task, rngs.agent, cost)
-    controller.reset()
-    run = _Run([])
-    if isinstance(controller, TruthReader):
-        controller.bind_truth(_Probe(task, run))
+    _, cost, run, _ = _start(env, task, agent, controller, seed)
     start = env.now
     yield env.process(_opar(env, task, agent, controller, limits, cost, run, None))
     cost.sim_seconds = env.now - start
@@ -258,6 +243,26 @@ def _opar(
         fresh = decision.signal is ControlSignal.REPLAN
         critique = evaluation.critique
     run.stop = "max_steps"
+
+
+def _start(
+    env: simpy.Environment,
+    task: Task,
+    agent: Agent,
+    controller: Controller,
+    seed: np.random.SeedSequence,
+) -> tuple[Streams, Cost, _Run, _Probe]:
+    """Reset the episode's parts from its streams, in a fixed order; bind the truth probe."""
+    rngs = streams(seed)
+    task.reset(env, rngs.task, rngs.tools)
+    cost = Cost()
+    agent.reset(task, rngs.agent, cost)
+    controller.reset()
+    run = _Run([])
+    probe = _Probe(task, run)
+    if isinstance(controller, TruthReader):  # only a law declared to read the hidden state
+        controller.bind_truth(probe)
+    return rngs, cost, run, probe
 
 
 class _Probe:

@@ -18,7 +18,7 @@ from typing import Any
 
 from opar_sim.experiment.edit import sweep_points
 from opar_sim.experiment.grid import SweepPoint
-from opar_sim.experiment.rundir import prepare_out_dir, write_json
+from opar_sim.experiment.rundir import prepare_out_dir, read_json, write_json
 from opar_sim.experiment.runner import run_many
 from opar_sim.experiment.spec import ExperimentSpec, SpecError
 
@@ -67,7 +67,7 @@ def run_sweep(
     if resume:
         if not index.is_file():
             raise SpecError(f"--resume: {out} holds no sweep to resume")
-        if json.loads(index.read_text(encoding="utf-8")) != json.loads(json.dumps(manifest)):
+        if read_json(index) != json.loads(json.dumps(manifest)):
             raise SpecError(f"--resume: the sweep differs from the one that started {out}")
     else:
         if index.exists():

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 from collections.abc import Mapping
 from dataclasses import asdict
 from pathlib import Path
@@ -22,7 +21,7 @@ from opar_sim.cli.tables import TextTable
 from opar_sim.experiment.build import load_spec, parse_spec
 from opar_sim.experiment.edit import with_overrides
 from opar_sim.experiment.executors import open_executor
-from opar_sim.experiment.rundir import prepare_out_dir
+from opar_sim.experiment.rundir import prepare_out_dir, write_json, write_jsonl
 from opar_sim.experiment.tune import TuneResult, apply_params, executor_evaluate, toml_snippet, tune
 from opar_sim.figures import tuning
 from opar_sim.figures.style import save
@@ -95,9 +94,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
 
 
 def _write(out: Path, name: str, space: Mapping[str, object], result: TuneResult) -> list[str]:
-    with open(out / "trials.jsonl", "w", encoding="utf-8") as f:
-        for t in result.trials:
-            f.write(json.dumps(asdict(t)) + "\n")
+    write_jsonl(out / "trials.jsonl", (asdict(t) for t in result.trials))
     (out / "best.toml").write_text(toml_snippet(result.best_params), encoding="utf-8")
     summary = {
         "best_params": result.best_params,
@@ -105,7 +102,7 @@ def _write(out: Path, name: str, space: Mapping[str, object], result: TuneResult
         "holdout": asdict(result.holdout),
         "importances": result.importances,
     }
-    (out / "tune.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    write_json(out / "tune.json", summary)
     numbers = [t.number for t in result.trials]
     scores = [t.score for t in result.trials]
     figures = save(

@@ -21,11 +21,13 @@ from opar_sim.experiment.rundir.files import (
     iter_episodes,
     iter_steps,
     prepare_out_dir,
+    read_json,
     read_jsonl,
     read_spec,
     resume_point,
     rows,
     write_json,
+    write_jsonl,
     write_spec,
 )
 from opar_sim.experiment.rundir.rows import (
@@ -62,6 +64,7 @@ __all__ = [
     "iter_steps",
     "iter_traces",
     "prepare_out_dir",
+    "read_json",
     "read_jsonl",
     "read_spec",
     "resume_point",
@@ -70,6 +73,7 @@ __all__ = [
     "summarize",
     "to_line",
     "write_json",
+    "write_jsonl",
     "write_spec",
     "write_summary",
 ]

@@ -10,13 +10,13 @@ appended whole and flushed; readers skip a half-written last line, and
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any
 
 import orjson
 
-from opar_sim.experiment.rundir.rows import episode_key
+from opar_sim.experiment.rundir.rows import episode_key, to_line
 from opar_sim.experiment.spec import ExperimentSpec, SpecError
 
 SPEC_FILE = "spec.json"
@@ -53,6 +53,38 @@ def read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
 def write_json(path: Path, data: Any) -> None:
     """Write one JSON document (summary.json, llm.json), indented, with a final newline."""
     path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+
+
+def read_json(path: Path) -> Any:
+    """Read one JSON document of a run (summary.json, llm.json, sweep.json).
+
+    Args:
+        path: The file.
+
+    Returns:
+        The parsed document, or None when the file does not exist.
+
+    Raises:
+        RunDirError: when the file is not valid JSON.
+    """
+    if not path.is_file():
+        return None
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise RunDirError(f"{path}: not valid JSON ({exc})") from None
+
+
+def write_jsonl(path: Path, rows: Iterable[Any]) -> None:
+    """Write rows as a new JSON-lines file (one ``to_line`` per row).
+
+    Args:
+        path: The file, replaced if it exists.
+        rows: JSON-serialisable rows.
+    """
+    with open(path, "w", encoding="utf-8") as f:
+        for row in rows:
+            f.write(to_line(row))
 
 
 def write_spec(out: Path, spec: ExperimentSpec) -> None:
