@@ -1,8 +1,8 @@
 """The one catalogue of every pluggable kind, for the command line.
 
 ``catalogue()`` lists ``(name, description)`` pairs for each kind a spec or a
-command can name: controllers, tasks and task wrappers (from their
-registries), agents, LLM backends, guards and studies.  The modules behind
+command can name: controllers, tasks, task wrappers, agents, LLM backends,
+guards and studies, each read from its ``Registry``.  The modules behind
 them are imported when the catalogue is built, not when this module is.
 """
 
@@ -11,6 +11,8 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable, Mapping
 from typing import Any
+
+from opar_sim.core.registry import Registry
 
 Entry = tuple[str, str]
 
@@ -37,30 +39,22 @@ def catalogue() -> dict[str, list[Entry]]:
     import controllers
     import environments
     from environments.wrappers import WRAPPER_REGISTRY
-    from opar_sim.agents.llm import LLMAgent
-    from opar_sim.agents.scripted import ScriptedAgent
-    from opar_sim.agents.simulated import SimulatedAgent
+    from opar_sim.agents.registry import AGENTS
     from opar_sim.analysis.studies import STUDIES
-    from opar_sim.core.guards import GuardsSpec
-    from opar_sim.llm.llamacpp_backend import LlamaCppBackend
-    from opar_sim.llm.ollama_backend import OllamaBackend
-    from opar_sim.llm.scripted import ScriptedBackend
+    from opar_sim.core.guards import GUARDS
+    from opar_sim.llm.config import BACKENDS
 
-    guards = [
-        (field, info.description or "") for field, info in sorted(GuardsSpec.model_fields.items())
-    ]
+    registries: dict[str, Registry[Any]] = {
+        "agents": AGENTS,
+        "backends": BACKENDS,
+        "guards": GUARDS,
+        "studies": STUDIES,
+    }
     return {
         "controllers": [(n, controllers.describe(n)) for n in controllers.names()],
         "tasks": [(n, environments.describe(n)) for n in environments.names()],
         "wrappers": [(n, WRAPPER_REGISTRY.describe(n)) for n in WRAPPER_REGISTRY.names()],
-        "agents": _entries(
-            {"simulated": SimulatedAgent, "llm": LLMAgent, "scripted": ScriptedAgent}
-        ),
-        "backends": _entries(
-            {"ollama": OllamaBackend, "llamacpp": LlamaCppBackend, "scripted": ScriptedBackend}
-        ),
-        "guards": guards,
-        "studies": _entries(STUDIES),
+        **{kind: [(n, r.describe(n)) for n in r.names()] for kind, r in registries.items()},
     }
 
 

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from opar_sim.core.reflexion import success_by_attempt
+from opar_sim.core.registry import Registry
 from opar_sim.experiment.edit import apply_changes
 from opar_sim.experiment.rundir import iter_episodes, iter_steps, write_json
 from opar_sim.experiment.runner import run_experiment
@@ -129,4 +130,7 @@ def learning(spec: ExperimentSpec, out: Path) -> StudyResult:
     return StudyResult(out, numbers, curves)
 
 
-STUDIES = {"rebound": rebound, "learning": learning}
+STUDIES: Registry[StudyResult] = Registry("study")
+"""The studies by name: ``STUDIES.make(name, spec=..., out=...)``."""
+STUDIES.register("rebound", rebound)
+STUDIES.register("learning", learning)

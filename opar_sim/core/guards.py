@@ -13,11 +13,13 @@ reviews TERMINATE.
 from __future__ import annotations
 
 from collections.abc import Hashable
+from typing import Any
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from opar_sim.core.controller import TruthProbe
+from opar_sim.core.registry import Registry
 from opar_sim.core.supervisor import Guard, GuardAction, Supervisor
 from opar_sim.core.types import ControlSignal, Decision, StepRecord
 
@@ -268,26 +270,47 @@ class GuardsSpec(BaseModel):
     def guards(self) -> list[Guard]:
         """The guards this table turns on, stopping rules first and the human gate last."""
         made: list[Guard] = []
-        if self.max_iterations is not None:
-            made.append(MaxIterations(self.max_iterations))
-        if self.time_budget is not None:
-            made.append(TimeBudget(self.time_budget))
-        if self.token_budget is not None:
-            made.append(TokenBudget(self.token_budget))
-        if self.token_spike is not None:
-            made.append(TokenSpike(self.token_spike))
-        if self.no_improvement is not None:
-            made.append(NoImprovement(self.no_improvement))
-        if self.repeat:
-            made.append(RepeatedAction(self.repeat_persist))
-        if self.confidence is not None:
-            made.append(ConfidenceStop(self.confidence))
-        if self.human is not None:
-            h = self.human
-            made.append(HumanGate(h.latency, h.error_rate, h.bad_plan))
+        for name, params in self.enabled():
+            made.append(GUARDS.make(name, **params))
         return made
+
+    def enabled(self) -> list[tuple[str, dict[str, Any]]]:
+        """(registered guard name, its parameters) of each guard the table turns on, in order."""
+        on: list[tuple[str, dict[str, Any]]] = []
+        if self.max_iterations is not None:
+            on.append(("max_iterations", {"limit": self.max_iterations}))
+        if self.time_budget is not None:
+            on.append(("time_budget", {"seconds": self.time_budget}))
+        if self.token_budget is not None:
+            on.append(("token_budget", {"tokens": self.token_budget}))
+        if self.token_spike is not None:
+            on.append(("token_spike", {"factor": self.token_spike}))
+        if self.no_improvement is not None:
+            on.append(("no_improvement", {"patience": self.no_improvement}))
+        if self.repeat:
+            on.append(("repeat", {"persist": self.repeat_persist}))
+        if self.confidence is not None:
+            on.append(("confidence", {"threshold": self.confidence}))
+        if self.human is not None:
+            on.append(("human", self.human.model_dump()))
+        return on
 
     def supervisor(self) -> Supervisor | None:
         """A Supervisor over these guards, or None when the table turns none on."""
         guards = self.guards()
         return Supervisor(guards) if guards else None
+
+
+GUARDS: Registry[Guard] = Registry("guard")
+"""The guards by the name of their ``[guards]`` key."""
+for _guard in (
+    MaxIterations,
+    TimeBudget,
+    TokenBudget,
+    TokenSpike,
+    NoImprovement,
+    RepeatedAction,
+    ConfidenceStop,
+    HumanGate,
+):
+    GUARDS.register(_guard.name, _guard)

@@ -17,16 +17,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
-
 import controllers
 import environments
 from opar_sim.agents.orchestrator import bind_sub_agents
-from opar_sim.agents.simulated import SimulatedAgent, SimulatedAgentParams
+from opar_sim.agents.registry import AGENTS
 from opar_sim.core.agent import Agent
 from opar_sim.core.controller import Controller
 from opar_sim.core.guardrail import Guardrail
 from opar_sim.core.limits import Limits
+from opar_sim.core.registry import ParameterError
 from opar_sim.core.supervisor import Supervisor
 from opar_sim.core.task import Task
 from opar_sim.experiment.spec import (
@@ -34,10 +33,8 @@ from opar_sim.experiment.spec import (
     ControllerSpec,
     ExperimentSpec,
     SpecError,
-    first_error,
     validate_spec,
 )
-from opar_sim.llm.config import BackendSpec
 
 BUILDS: Counter[str] = Counter()  # spec name -> builds made in this process
 _CACHE: dict[str, Components] = {}
@@ -154,22 +151,11 @@ def _build(spec: ExperimentSpec, source: str) -> Components:
 
 
 def _agent_factory(a: AgentSpec, source: str) -> Callable[[], Agent]:
-    if a.kind == "llm":  # imported here: the simulated path never loads the LLM agent
-        from opar_sim.agents.llm import LLMAgent, LLMAgentParams
-        from opar_sim.llm.config import make_backend
-
-        try:
-            llm_params = LLMAgentParams.model_validate(a.params)
-        except ValidationError as exc:
-            raise SpecError(f"{source}: {first_error(exc, 'agent.params.')}") from None
-        backend = make_backend(a.backend or BackendSpec())
-        evaluator = make_backend(a.evaluator) if a.evaluator is not None else backend
-        return lambda: LLMAgent(backend, evaluator, llm_params)
     try:
-        agent_params = SimulatedAgentParams.model_validate(a.params)
-    except ValidationError as exc:
-        raise SpecError(f"{source}: {first_error(exc, 'agent.params.')}") from None
-    return lambda: SimulatedAgent(agent_params)
+        return AGENTS.make(a.kind, params=a.params, backend=a.backend, evaluator=a.evaluator)
+    except ParameterError as exc:
+        problem = "unknown key" if exc.error_type == "extra_forbidden" else exc.problem
+        raise SpecError(f"{source}: agent.params.{exc.loc}: {problem}") from None
 
 
 def _controller_factory(c: ControllerSpec) -> Callable[[], Controller]:

@@ -7,6 +7,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from opar_sim.core.llm import LLMBackend
+from opar_sim.core.registry import Registry
 from opar_sim.llm.llamacpp_backend import LlamaCppBackend
 
 
@@ -43,19 +44,34 @@ def make_backend(spec: BackendSpec, *, shared: bool = True) -> LLMBackend:
     With ``shared`` the same embedded settings give the same object, so a
     model is loaded once per process however many agents use it.  Ollama
     backends are cheap and read ``OLLAMA_HOST`` when built: never shared.
-    """
-    if spec.backend == "ollama":
-        from opar_sim.llm.ollama_backend import OllamaBackend
 
-        return OllamaBackend(
-            spec.model,
-            host=spec.host,
-            timeout=spec.timeout,
-            temperature=spec.temperature,
-            num_predict=spec.num_predict,
-            num_ctx=spec.num_ctx,
-            stream=spec.stream,
-        )
+    Args:
+        spec: The ``[agent.backend]`` table.
+        shared: Reuse an embedded backend with the same settings.
+
+    Returns:
+        The backend registered under ``spec.backend``.
+    """
+    return BACKENDS.make(spec.backend, spec=spec, shared=shared)
+
+
+def ollama(spec: BackendSpec, shared: bool = True) -> LLMBackend:
+    """An Ollama server, through the official ollama client."""
+    from opar_sim.llm.ollama_backend import OllamaBackend
+
+    return OllamaBackend(
+        spec.model,
+        host=spec.host,
+        timeout=spec.timeout,
+        temperature=spec.temperature,
+        num_predict=spec.num_predict,
+        num_ctx=spec.num_ctx,
+        stream=spec.stream,
+    )
+
+
+def llamacpp(spec: BackendSpec, shared: bool = True) -> LLMBackend:
+    """A GGUF model run in-process by llama-cpp-python (loaded on first use)."""
     key = spec.model_dump_json()
     if shared and key in _LOADED:
         return _LOADED[key]
@@ -69,3 +85,9 @@ def make_backend(spec: BackendSpec, *, shared: bool = True) -> LLMBackend:
     if shared:
         _LOADED[key] = backend
     return backend
+
+
+BACKENDS: Registry[LLMBackend] = Registry("backend")
+"""The LLM backends by the name a spec's ``backend`` key gives."""
+BACKENDS.register("ollama", ollama)
+BACKENDS.register("llamacpp", llamacpp)

@@ -7,7 +7,10 @@ from importlib.metadata import EntryPoint
 import pytest
 from pydantic import BaseModel, ConfigDict, Field
 
+from opar_sim.agents.registry import AGENTS
+from opar_sim.core.guards import GUARDS, GuardsSpec, HumanGateSpec
 from opar_sim.core.registry import ParameterError, Registry, UnknownNameError
+from opar_sim.llm.config import BACKENDS, BackendSpec
 from opar_sim.registry import KINDS, catalogue
 
 
@@ -146,9 +149,41 @@ def test_the_catalogue_lists_every_kind() -> None:
     assert [n for n, _ in found["controllers"]] == controllers.names()
     assert [n for n, _ in found["tasks"]] == environments.names()
     assert [n for n, _ in found["wrappers"]] == wrapper_names()
-    assert [n for n, _ in found["agents"]] == ["llm", "scripted", "simulated"]
-    assert [n for n, _ in found["backends"]] == ["llamacpp", "ollama", "scripted"]
-    assert {"max_iterations", "token_budget", "human"} <= {n for n, _ in found["guards"]}
+    assert [n for n, _ in found["agents"]] == ["llm", "simulated"]
+    assert [n for n, _ in found["backends"]] == ["llamacpp", "ollama"]
+    guards = [n for n, _ in found["guards"]]
+    assert guards == sorted(GuardsSpec.model_fields.keys() - {"repeat_persist"})
     assert [n for n, _ in found["studies"]] == ["learning", "rebound"]
-    for kind in ("controllers", "tasks", "wrappers", "agents", "backends", "studies"):
+    for kind in KINDS:
         assert all(description for _, description in found[kind]), kind
+
+
+def test_every_guards_key_builds_its_registered_guard() -> None:
+    spec = GuardsSpec(
+        max_iterations=5,
+        time_budget=60.0,
+        token_budget=1000,
+        token_spike=3.0,
+        no_improvement=2,
+        repeat=True,
+        confidence=0.9,
+        human=HumanGateSpec(latency=1.0),
+    )
+    made = spec.guards()
+    assert [g.name for g in made] == [name for name, _ in spec.enabled()]
+    assert sorted(g.name for g in made) == GUARDS.names()
+    assert GuardsSpec().guards() == [] and GuardsSpec().supervisor() is None
+
+
+def test_agent_kinds_name_the_bad_parameter() -> None:
+    with pytest.raises(ParameterError) as info:
+        AGENTS.make("simulated", params={"bias": 5.0})
+    assert info.value.loc == "bias"
+    assert callable(AGENTS.make("simulated", params={}))
+    with pytest.raises(ValueError, match=r"^unknown agent 'robot' \(known: llm, simulated\)$"):
+        AGENTS.make("robot", params={})
+
+
+def test_backends_are_made_by_name_without_contacting_anything() -> None:
+    backend = BACKENDS.make("ollama", spec=BackendSpec(backend="ollama", model="m"))
+    assert (backend.name, backend.model) == ("ollama", "m")

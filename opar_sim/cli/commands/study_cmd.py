@@ -21,7 +21,7 @@ HELP = "run a two-arm memory study: rebound (compression) or learning (Reflexion
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The study's name, its spec and the common run flags."""
-    parser.add_argument("study", choices=sorted(STUDIES), help="which study")
+    parser.add_argument("study", choices=STUDIES.names(), help="which study")
     parser.add_argument("spec", help="experiment spec (TOML)")
     parser.add_argument("--out", type=Path, required=True, help="the study's directory")
     parser.add_argument("--episodes", type=int_at_least(1), help="episodes per arm")
@@ -31,7 +31,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace, console: Console) -> int:
     """Run both arms, write the numbers as JSON and draw the study's figure."""
     spec = with_overrides(load_spec(args.spec), episodes=args.episodes, seed=args.seed)
-    result = STUDIES[args.study](spec, args.out)
+    result = STUDIES.make(args.study, spec=spec, out=args.out)
     console.print_json(json.dumps(result.numbers))
     for figure in _figure(args.study, result, spec.name, spec.episodes):
         console.print(f"figure: [green]{figure}[/]")
