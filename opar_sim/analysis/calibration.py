@@ -94,16 +94,17 @@ def fit(run: RecordedRun) -> Calibration:
     evidence: dict[str, str] = {}
     by_episode = run.episode_steps()
     # plan quality: share of expert actions per plan
-    per_plan: dict[tuple[str, int, int], list[bool]] = {}
+    per_plan: dict[tuple[str, int, int, int], list[bool]] = {}
     invalid = valid = 0
     residuals: list[float] = []
-    for (ctrl, ep, _attempt), rows in by_episode.items():
+    for (ctrl, ep, trial, _attempt), rows in by_episode.items():
         for i, row in enumerate(rows):
             if row["action"] is None:
                 invalid += 1
             else:
                 valid += 1
-                per_plan.setdefault((ctrl, ep, int(row["plan_id"])), []).append(bool(row["expert"]))
+                plan = (ctrl, ep, trial, int(row["plan_id"]))
+                per_plan.setdefault(plan, []).append(bool(row["expert"]))
             nxt = rows[i + 1] if i + 1 < len(rows) else None
             if row["delta_task"] is not None and nxt is not None:
                 residuals.append(float(row["delta_task"]) - float(nxt["visible_progress"]))

@@ -4,6 +4,11 @@
 computing each episode's step response and oscillation as it goes; it keeps
 one small ``EpisodeMetrics`` per episode and the trajectories of the first
 ``keep`` episodes of each controller (for the figures), never all the steps.
+
+pass^k is τ-bench's over worlds: the rows of one episode index (its
+``trials``) are the attempts at one world, judged by their last Reflexion
+attempt.  A run with one trial per world has pass^1 only; pass^k for k > 1
+is reported missing (NaN), not estimated from different worlds.
 """
 
 from __future__ import annotations
@@ -26,7 +31,8 @@ from opar_sim.analysis.stats import (
     Proportion,
     bootstrap_mean,
     paired_difference,
-    pass_hat_k,
+    pass_hat_ks,
+    success_histogram,
 )
 from opar_sim.analysis.stats import success_rate as proportion
 from opar_sim.core.frames import to_frame
@@ -52,6 +58,7 @@ class EpisodeMetrics:
     controller: str
     episode: int
     attempt: int  # Reflexion attempt at the episode seed (1 without Reflexion)
+    trial: int  # repeated trial of the episode's world (1 without spec trials)
     outcome: str
     steps: int
     tokens: int
@@ -70,9 +77,9 @@ class EpisodeMetrics:
     longest_cycle: int  # actions in the longest periodic stretch
 
     @property
-    def key(self) -> tuple[int, int]:
-        """(episode, attempt): the same world for every controller (common random numbers)."""
-        return (self.episode, self.attempt)
+    def key(self) -> tuple[int, int, int]:
+        """(episode, trial, attempt): the same random numbers for every controller."""
+        return (self.episode, self.trial, self.attempt)
 
     def row(self) -> dict[str, Any]:
         """A flat mapping of every field, step responses prefixed true_/est_."""
@@ -99,6 +106,7 @@ def episode_metrics(
         controller=trace.controller,
         episode=trace.episode,
         attempt=trace.attempt,
+        trial=trace.trial,
         outcome=str(row.get("outcome", "")),
         steps=len(trace),
         tokens=int(row.get("tokens", 0)),
@@ -135,7 +143,10 @@ class ControllerMetrics:
     controller: str
     episodes: int
     success: Proportion
-    pass_k: dict[int, float]
+    pass_k: dict[int, float]  # k -> pass^k over worlds; NaN where k > trials
+    trials: int  # runs of each world
+    worlds: int  # worlds with all their trials
+    world_successes: list[int]  # worlds with 0..trials successes
     steps: Estimate
     tokens: Estimate
     sim_seconds: Estimate
@@ -176,6 +187,8 @@ class ControllerMetrics:
                 out["success_high"] = value.high
             elif name == "pass_k":
                 out |= {f"pass^{k}": v for k, v in value.items()}
+            elif name == "world_successes":
+                out |= {f"worlds:{c}/{self.trials}": v for c, v in enumerate(value)}
             elif name == "outcomes":
                 out |= {f"outcome:{k}": v for k, v in value.items()}
             elif value is None:
@@ -191,10 +204,24 @@ def controller_metrics(
     successes: list[bool],
     rng: np.random.Generator,
     oracle: list[tuple[EpisodeMetrics, bool]] | None,
-    task: str,
+    trials: int,
 ) -> ControllerMetrics:
-    """Aggregate one controller's episodes."""
+    """Aggregate one controller's episodes (every trial of every world).
+
+    Args:
+        name: The controller.
+        episodes: Its episodes' metrics, in file order.
+        successes: Whether each of ``episodes`` succeeded.
+        rng: The generator of the bootstrap intervals.
+        oracle: The oracle's episodes and successes, for paired regret, or None.
+        trials: The runs of each world (the spec's ``trials``).
+
+    Returns:
+        The controller's metrics.
+    """
     n = len(episodes)
+    worlds = _worlds(episodes, successes)
+    pass_k = {k: math.nan for k in PASS_K} | pass_hat_ks(worlds, trials)
     outcomes = Counter(e.outcome for e in episodes)
     replans = sum(e.replans for e in episodes)
     total_steps = sum(e.steps for e in episodes)
@@ -216,7 +243,10 @@ def controller_metrics(
         controller=name,
         episodes=n,
         success=proportion(sum(successes), n),
-        pass_k={k: pass_hat_k({task: successes}, k) for k in PASS_K if k <= n},
+        pass_k=dict(sorted(pass_k.items())),
+        trials=trials,
+        worlds=sum(success_histogram(worlds, trials)),
+        world_successes=success_histogram(worlds, trials),
         steps=bootstrap_mean([e.steps for e in episodes], rng),
         tokens=bootstrap_mean([e.tokens for e in episodes], rng),
         sim_seconds=bootstrap_mean([e.sim_seconds for e in episodes], rng),
@@ -293,7 +323,7 @@ def analyze(path: Path, *, thrash_k: int = 2, keep: int = 300, seed: int = 0) ->
     by_controller: dict[str, list[EpisodeMetrics]] = {}
     traces: dict[str, list[EpisodeTrace]] = {}
     for trace in iter_traces(path):
-        row = rows.get((trace.controller, trace.episode, trace.attempt))
+        row = rows.get((trace.controller, *_key(trace)))
         if row is None or len(trace) == 0:
             continue  # an interrupted run: steps written, episode line not
         metrics = episode_metrics(trace, row, horizon, thrash_k)
@@ -301,7 +331,7 @@ def analyze(path: Path, *, thrash_k: int = 2, keep: int = 300, seed: int = 0) ->
         kept = traces.setdefault(trace.controller, [])
         if len(kept) < keep:
             kept.append(trace)
-    task = spec.task.name if spec is not None else "task"
+    trials = spec.trials if spec is not None else max((k[2] for k in rows), default=1)
     success = {
         name: [bool(rows[(name, *e.key)].get("success")) for e in eps]
         for name, eps in by_controller.items()
@@ -311,14 +341,38 @@ def analyze(path: Path, *, thrash_k: int = 2, keep: int = 300, seed: int = 0) ->
         oracle = list(zip(by_controller[ORACLE], success[ORACLE], strict=True))
     rng = np.random.default_rng(seed)
     controllers = {
-        name: controller_metrics(name, eps, success[name], rng, oracle, task)
+        name: controller_metrics(name, eps, success[name], rng, oracle, trials)
         for name, eps in by_controller.items()
     }
     episodes = [e for eps in by_controller.values() for e in eps]
     return RunAnalysis(path, spec, controllers, episodes, traces, thrash_k)
 
 
-_KEEP_FIELDS = ("controller", "episode", "attempt", "outcome", "success", "tokens", "sim_seconds")
+_KEEP_FIELDS = (
+    "controller",
+    "episode",
+    "trial",
+    "attempt",
+    "outcome",
+    "success",
+    "tokens",
+    "sim_seconds",
+)
+
+
+def _key(trace: EpisodeTrace) -> tuple[int, int, int]:
+    return (trace.episode, trace.trial, trace.attempt)
+
+
+def _worlds(episodes: list[EpisodeMetrics], successes: list[bool]) -> dict[int, list[bool]]:
+    """World (episode index) -> the success of each trial, judged by its last attempt."""
+    last: dict[tuple[int, int], bool] = {}
+    for e, s in zip(episodes, successes, strict=True):
+        last[(e.episode, e.trial)] = s  # Reflexion attempts come in order: the last wins
+    worlds: dict[int, list[bool]] = {}
+    for (episode, _), s in last.items():
+        worlds.setdefault(episode, []).append(s)
+    return worlds
 
 
 def _slim(rows: Iterable[dict[str, Any]]) -> Iterable[dict[str, Any]]:

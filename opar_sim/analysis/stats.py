@@ -6,8 +6,10 @@ the same functions.
 
 pass^k follows τ-bench: for a task attempted n times with c successes, the
 chance that k attempts drawn without replacement all succeed is
-C(c, k) / C(n, k); pass^k is its mean over tasks.  Here a task is a task
-name and every episode an independently seeded attempt at it.
+C(c, k) / C(n, k); pass^k is its mean over tasks.  Here a task is one
+world (an episode index: the task stream it seeds) and its n attempts are
+the spec's ``trials`` of that world, each with fresh agent and tool streams.
+With one trial per world, pass^k for k > 1 is not defined.
 
 Bootstrap intervals resample episodes with a seeded ``numpy.random.Generator``
 (percentile method), so the same run gives the same interval.  Regret against
@@ -55,7 +57,12 @@ def wilson_interval(successes: int, n: int, z: float = 1.959964) -> tuple[float,
 
 @dataclass
 class ControllerStats:
-    """Running totals for one controller; memory does not grow with episodes."""
+    """Running totals for one controller over every row (each trial of each episode).
+
+    Memory does not grow with episodes, except with ``trials`` > 1: then the
+    successes of each world are kept (one list of ``trials`` booleans per
+    episode) for pass^k.
+    """
 
     episodes: int = 0
     successes: int = 0
@@ -65,9 +72,13 @@ class ControllerStats:
     replans: int = 0
     tool_calls: int = 0
     outcomes: Counter[str] = field(default_factory=Counter)
+    trials: int = 1
+    worlds: dict[int, list[bool]] = field(default_factory=dict)
 
     def add_row(self, row: Mapping[str, Any]) -> None:
         """Count one episodes.jsonl row."""
+        if self.trials > 1:
+            self.worlds.setdefault(int(row["episode"]), []).append(bool(row["success"]))
         self.episodes += 1
         self.successes += bool(row["success"])
         self.steps += int(row["steps"])
@@ -78,9 +89,18 @@ class ControllerStats:
         self.outcomes[str(row["outcome"])] += 1
 
     def as_dict(self) -> dict[str, Any]:
-        """This controller's entry of summary.json: rates, means and outcome counts."""
+        """This controller's entry of summary.json: rates, means and outcome counts.
+
+        With ``trials`` > 1 it adds ``pass_hat_k`` ("1".."trials" -> pass^k over the
+        worlds) and ``worlds_by_successes`` (worlds with 0..trials successes).
+        """
         n = max(self.episodes, 1)
         lo, hi = wilson_interval(self.successes, self.episodes)
+        extra: dict[str, Any] = {}
+        if self.trials > 1:
+            ks = pass_hat_ks(self.worlds, self.trials)
+            extra["pass_hat_k"] = {str(k): v for k, v in ks.items()}
+            extra["worlds_by_successes"] = success_histogram(self.worlds, self.trials)
         return {
             "episodes": self.episodes,
             "success_rate": self.successes / n,
@@ -91,18 +111,26 @@ class ControllerStats:
             "mean_replans": self.replans / n,
             "mean_tool_calls": self.tool_calls / n,
             "outcomes": dict(sorted(self.outcomes.items())),
-        }
+        } | extra
 
 
 class Summary:
-    """Per-controller statistics, keyed by controller name."""
+    """Per-controller statistics, keyed by controller name.
 
-    def __init__(self) -> None:
+    Every row counts: with ``trials`` > 1, ``episodes``, the success rate and
+    the means are over all episode-trials (episodes × trials rows), and pass^k
+    is over the worlds.
+    """
+
+    def __init__(self, trials: int = 1) -> None:
+        self.trials = trials
         self.by_controller: dict[str, ControllerStats] = {}
 
     def add_row(self, row: Mapping[str, Any]) -> None:
         """Count one episodes.jsonl row under its controller."""
-        stats = self.by_controller.setdefault(str(row["controller"]), ControllerStats())
+        stats = self.by_controller.get(str(row["controller"]))
+        if stats is None:
+            stats = self.by_controller[str(row["controller"])] = ControllerStats(trials=self.trials)
         stats.add_row(row)
 
     def as_dict(self) -> dict[str, dict[str, Any]]:
@@ -149,13 +177,13 @@ def success_rate(successes: int, n: int) -> Proportion:
     return Proportion(successes, n, low, high)
 
 
-def pass_hat_k(attempts: Mapping[str, Sequence[bool]], k: int) -> float:
+def pass_hat_k(attempts: Mapping[Any, Sequence[bool]], k: int) -> float:
     """τ-bench's pass^k: mean over tasks of C(c, k) / C(n, k).
 
     Tasks with fewer than ``k`` attempts cannot be scored and raise ValueError.
 
     Args:
-        attempts: Task name -> the outcome of each attempt at it.
+        attempts: Task (e.g. a world's episode index) -> the outcome of each attempt at it.
         k: How many attempts must all succeed.
 
     Returns:
@@ -175,6 +203,49 @@ def pass_hat_k(attempts: Mapping[str, Sequence[bool]], k: int) -> float:
             raise ValueError(f"task {task!r} has {n} attempts, fewer than k = {k}")
         scores.append(math.comb(c, k) / math.comb(n, k))
     return float(np.mean(scores))
+
+
+def complete_worlds(worlds: Mapping[Any, Sequence[bool]], trials: int) -> dict[Any, list[bool]]:
+    """The worlds with all ``trials`` outcomes (an interrupted run may leave one short).
+
+    Args:
+        worlds: World -> the outcome of each trial run.
+        trials: The trials per world the spec asks for.
+
+    Returns:
+        The worlds with exactly ``trials`` outcomes, in the order given.
+    """
+    return {w: list(o) for w, o in worlds.items() if len(o) == trials}
+
+
+def pass_hat_ks(worlds: Mapping[Any, Sequence[bool]], trials: int) -> dict[int, float]:
+    """pass^1 .. pass^trials over the worlds that have all their trials.
+
+    Args:
+        worlds: World -> the outcome of each of its trials.
+        trials: The trials per world (n of C(c, k) / C(n, k)).
+
+    Returns:
+        k -> pass^k for k = 1..``trials`` (NaN with no complete world).
+    """
+    full = complete_worlds(worlds, trials)
+    return {k: pass_hat_k(full, k) for k in range(1, trials + 1)}
+
+
+def success_histogram(worlds: Mapping[Any, Sequence[bool]], trials: int) -> list[int]:
+    """How many worlds had 0, 1, .., ``trials`` successes (complete worlds only).
+
+    Args:
+        worlds: World -> the outcome of each of its trials.
+        trials: The trials per world.
+
+    Returns:
+        A list of ``trials + 1`` counts; entry c is the worlds with c successes.
+    """
+    counts = [0] * (trials + 1)
+    for outcomes in complete_worlds(worlds, trials).values():
+        counts[sum(bool(o) for o in outcomes)] += 1
+    return counts
 
 
 @dataclass(frozen=True, slots=True)

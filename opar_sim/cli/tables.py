@@ -3,7 +3,8 @@
 ``TextTable`` is the one renderer; each command builds its tables here or
 with it.  ``comparison_table`` is what ``opar-sim compare`` prints;
 ``response_table`` holds the step-response and oscillation details the
-report adds.
+report adds; ``world_table`` the per-world success histogram of a run with
+repeated trials.
 """
 
 from __future__ import annotations
@@ -74,11 +75,12 @@ def _pct(value: float) -> str:
 def comparison_table(analysis: RunAnalysis) -> TextTable:
     """Success, cost, replanning and stopping errors per controller; regret if an oracle ran."""
     k = analysis.thrash_k
+    ks = pass_columns(analysis)
     columns = [
         "controller",
         "n",
         "success (95% CI)",
-        "pass^4",
+        *(f"pass^{j}" for j in ks),
         "steps",
         "tokens",
         "replans",
@@ -95,7 +97,7 @@ def comparison_table(analysis: RunAnalysis) -> TextTable:
             name,
             str(m.episodes),
             f"{100 * s.rate:.1f}% ({100 * s.low:.1f}-{100 * s.high:.1f})",
-            _pct(m.pass_k.get(4, math.nan)),
+            *(_pct(m.pass_k.get(j, math.nan)) for j in ks),
             _num(m.steps.mean),
             f"{m.tokens.mean:,.0f}",
             _num(m.replans.mean, ".2f"),
@@ -109,9 +111,17 @@ def comparison_table(analysis: RunAnalysis) -> TextTable:
                 "–" if r is None else f"{100 * r.mean:+.1f} ({100 * r.low:.1f}-{100 * r.high:.1f})"
             )
         rows.append(row)
+    trials = _trials(analysis)
+    if trials > 1:
+        what = (
+            f"pass^k: chance that k of a world's {trials} trials, drawn without replacement, "
+            "all succeed, averaged over worlds (τ-bench)"
+        )
+    else:
+        what = "pass^4: needs a spec with trials >= 4 (repeated runs of each world); – here"
     notes = [
-        "success: Wilson 95% interval; pass^4: chance that 4 seeded attempts all succeed "
-        "(τ-bench); steps, tokens, replans: means per episode (REPLAN decisions)",
+        f"n: episodes (every trial of every world); success: Wilson 95% interval; {what}",
+        "steps, tokens, replans: means per episode (REPLAN decisions)",
         f"thrash: share of REPLANs within {k} steps of the previous one; cycles: episodes "
         "with an action cycle (a→b→a→b, ...); premature: episodes stopped before the task "
         "was done",
@@ -122,6 +132,45 @@ def comparison_table(analysis: RunAnalysis) -> TextTable:
             "the same seeds, bootstrap 95% interval"
         )
     return TextTable(_title(analysis, "controllers compared"), columns, rows, notes)
+
+
+def pass_columns(analysis: RunAnalysis) -> list[int]:
+    """The k of the pass^k columns: 1..trials, or just 4 (shown missing) with one trial.
+
+    Args:
+        analysis: The run analysis.
+
+    Returns:
+        The k values to show, in order.
+    """
+    trials = _trials(analysis)
+    return list(range(1, trials + 1)) if trials > 1 else [4]
+
+
+def world_table(analysis: RunAnalysis) -> TextTable:
+    """Per controller, how many worlds had 0, 1, .., trials successes.
+
+    Args:
+        analysis: The run analysis.
+
+    Returns:
+        The histogram table (columns ``c/n``: worlds with c successes in n trials).
+    """
+    trials = _trials(analysis)
+    columns = ["controller", "worlds", *(f"{c}/{trials}" for c in range(trials + 1))]
+    rows = [
+        [name, str(m.worlds), *(str(v) for v in m.world_successes)]
+        for name, m in analysis.controllers.items()
+    ]
+    notes = [
+        f"worlds with c successes in their {trials} trials (the task stream shared, the "
+        "agent's, tools' and controller's fresh per trial); worlds missing a trial are left out"
+    ]
+    return TextTable(_title(analysis, "successes per world"), columns, rows, notes)
+
+
+def _trials(analysis: RunAnalysis) -> int:
+    return max((m.trials for m in analysis.controllers.values()), default=1)
 
 
 def response_table(analysis: RunAnalysis) -> TextTable:

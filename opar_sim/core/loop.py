@@ -57,6 +57,7 @@ def run_episode(
     episode: int = 0,
     supervisor: Supervisor | None = None,
     guardrail: Guardrail | None = None,
+    trial: int = 1,
 ) -> EpisodeResult:
     """Run one episode to its outcome; never raises for anything the episode does.
 
@@ -73,12 +74,14 @@ def run_episode(
         episode: The episode number recorded on the result.
         supervisor: Convergence guards reviewing each decision, or None.
         guardrail: Reviews high-risk calls before they run, or None.
+        trial: The repeated trial of this world (see ``seeding.streams``): the
+            task stream is the same for every trial, the others fresh per trial.
 
     Returns:
         The outcome (judged from the ground truth), answer, cost and trajectory.
     """
     env = simpy.Environment()
-    rngs, cost, run, probe = _start(env, task, agent, controller, seed)
+    rngs, cost, run, probe = _start(env, task, agent, controller, seed, trial)
     if supervisor is not None:
         # guards draw (a human approver's errors) from a child of the controller stream
         supervisor.reset(rngs.controller.spawn(1)[0])
@@ -251,9 +254,10 @@ def _start(
     agent: Agent,
     controller: Controller,
     seed: np.random.SeedSequence,
+    trial: int = 1,
 ) -> tuple[Streams, Cost, _Run, _Probe]:
     """Reset the episode's parts from its streams, in a fixed order; bind the truth probe."""
-    rngs = streams(seed)
+    rngs = streams(seed, trial)
     task.reset(env, rngs.task, rngs.tools)
     cost = Cost()
     agent.reset(task, rngs.agent, cost)

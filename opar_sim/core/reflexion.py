@@ -76,6 +76,7 @@ def run_attempts(
     episode: int = 0,
     guardrail: Guardrail | None = None,
     supervisor: Supervisor | None = None,
+    trial: int = 1,
 ) -> list[EpisodeResult]:
     """Attempt one seeded task until success or ``attempts``; return every attempt.
 
@@ -93,6 +94,7 @@ def run_attempts(
         episode: The episode number recorded on each result.
         guardrail: Reviews high-risk calls before they run, or None.
         supervisor: Convergence guards around the controller, or None.
+        trial: The repeated trial of the world (``run_episode``'s ``trial``).
 
     Returns:
         One result per attempt made, in order, each with its ``attempt`` number;
@@ -114,6 +116,7 @@ def run_attempts(
                 episode=episode,
                 supervisor=supervisor,
                 guardrail=guardrail,
+                trial=trial,
             )
             result.attempt = attempt
             results.append(result)

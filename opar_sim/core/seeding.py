@@ -3,6 +3,11 @@
 Episode ``i`` of a run with seed ``s`` always gets the same streams, whatever the
 controller, executor or worker count, so controllers are compared on common
 random numbers and reruns are byte-identical.
+
+A spec with ``trials`` > 1 runs each episode (a world) several times:
+``streams(seq, trial)`` keeps the ``task`` stream of every trial (the same
+world) and derives fresh ``agent``, ``tools`` and ``controller`` streams for
+each trial after the first; trial 1 gets exactly the streams of ``streams(seq)``.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 STREAMS = ("task", "agent", "tools", "controller")
+TRIAL_STREAM = 0x54  # the key tag of a repeated trial's agent, tools and controller streams ("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,18 +48,32 @@ def episode_seed(seed: int, episode: int) -> np.random.SeedSequence:
     return np.random.SeedSequence(seed, spawn_key=(episode,))
 
 
-def streams(seq: np.random.SeedSequence) -> Streams:
+def streams(seq: np.random.SeedSequence, trial: int = 1) -> Streams:
     """Split an episode's SeedSequence into the named generators, in a fixed order.
+
+    ``seq.spawn`` advances ``seq``'s count of children, so each call needs a
+    fresh SeedSequence (``episode_seed``) to give the same streams again.
 
     Args:
         seq: The episode's SeedSequence.
+        trial: Which repeated trial of the episode's world this is (1 = the first).
+            Every trial gets the same ``task`` stream; a trial after the first
+            gets ``agent``, ``tools`` and ``controller`` streams derived from the
+            first trial's with the key (``TRIAL_STREAM``, ``trial``).
 
     Returns:
         PCG64 generators for the task, agent, tools and controller, in that order.
+
+    Raises:
+        ValueError: If ``trial`` < 1.
     """
+    if trial < 1:
+        raise ValueError(f"trial must be >= 1, got {trial}")
     children = seq.spawn(len(STREAMS))
-    gens = [np.random.Generator(np.random.PCG64(c)) for c in children]
-    return Streams(*gens)
+    task, *rest = [np.random.Generator(np.random.PCG64(c)) for c in children]
+    if trial > 1:
+        rest = [derived(g, TRIAL_STREAM, trial) for g in rest]
+    return Streams(task, *rest)
 
 
 def derived(rng: np.random.Generator, *key: int) -> np.random.Generator:

@@ -214,6 +214,7 @@ class EpisodeResult:
     best_step: int | None = None  # the step whose answer was returned (best-of-history)
     sub_episodes: list[EpisodeResult] = field(default_factory=list)
     attempt: int = 1  # Reflexion: which attempt at the same seeded task this was
+    trial: int | None = None  # which repeated trial of the world (None: the spec runs one)
 
     @property
     def success(self) -> bool:

@@ -1,7 +1,8 @@
 """Chunks of episodes: the unit of work sent to an executor.
 
 A chunk names the resolved spec (as JSON, so it pickles small and hashes),
-one controller of it and a range of episode indices.  A worker builds the
+one controller of it and a range of episode indices; with ``trials`` > 1 in
+the spec each episode (a world) is run ``trials`` times in a row.  A worker builds the
 components from the spec once per process (``opar_sim.experiment.build``),
 runs the episodes and sends back their lines, ready to append to the run
 directory.
@@ -10,6 +11,7 @@ directory.
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from opar_sim.core.agent import LogsCalls
@@ -68,9 +70,10 @@ def run_chunk(chunk: Chunk) -> ChunkResult:
     step_text: list[str] = []
     call_text: list[str] = []
     drain_calls = agent.drain_calls if isinstance(agent, LogsCalls) else None
-    for i in range(chunk.start, chunk.stop):
+    for i, trial in _episode_trials(chunk, spec.trials):
         started = time.perf_counter()
-        # Reflexion attempts (1 by default) and guardrails (None by default)
+        # Reflexion attempts (1 by default) and guardrails (None by default); a fresh
+        # SeedSequence per trial, as ``streams`` advances the one it splits
         tries = run_attempts(
             task,
             agent,
@@ -82,15 +85,25 @@ def run_chunk(chunk: Chunk) -> ChunkResult:
             episode=i,
             guardrail=parts.guardrail,
             supervisor=supervisor,
+            trial=trial,
         )
         if drain_calls is not None:
             call_text.append(call_lines(drain_calls(), tries, time.perf_counter() - started))
         for result in tries:
+            if spec.trials > 1:  # rows carry `trial` only then: trials = 1 keeps its bytes
+                result.trial = trial
             episode, steps = episode_lines(result)
             episode_text.append(episode)
             if chunk.with_steps:
                 step_text.append(steps)
     return ChunkResult(chunk, "".join(episode_text), "".join(step_text), "".join(call_text))
+
+
+def _episode_trials(chunk: Chunk, trials: int) -> Iterator[tuple[int, int]]:
+    """(episode, trial) of a chunk in file order: each episode's trials 1..``trials`` in turn."""
+    for i in range(chunk.start, chunk.stop):
+        for trial in range(1, trials + 1):
+            yield i, trial
 
 
 def plan_chunks(
@@ -102,7 +115,7 @@ def plan_chunks(
     and large enough that sending them costs little next to running them.
     """
     spec_json = spec.model_dump_json()
-    size = max(1, min(50, spec.episodes // (8 * parallelism) or 1))
+    size = max(1, min(50, spec.episodes // (8 * parallelism) or 1, 50 // spec.trials or 1))
     chunks: list[Chunk] = []
     for c in range(len(spec.controller_list())):
         first = max(0, skip - c * spec.episodes)

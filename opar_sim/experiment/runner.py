@@ -151,12 +151,12 @@ def finish_run(spec: ExperimentSpec, out: Path, *, resumed_from: int = 0) -> Run
     Returns:
         The run's directory and per-controller summary.
     """
-    summary = Summary()
+    summary = Summary(trials=spec.trials)
     last: dict[str, Any] | None = None
     for row in iter_episodes(out):
         # with Reflexion attempts an episode seed has several rows, in attempt order;
-        # the summary judges each seed by its last attempt
-        if last is not None and episode_key(last)[:2] != episode_key(row)[:2]:
+        # the summary judges each seed (each trial of it) by its last attempt
+        if last is not None and episode_key(last)[:3] != episode_key(row)[:3]:
             summary.add_row(last)
         last = row
     if last is not None:

@@ -137,6 +137,13 @@ class ExperimentSpec(_Strict):
     name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_.-]+$")
     description: str = ""
     episodes: int = Field(100, ge=1, le=10_000_000)
+    trials: int = Field(
+        1,
+        ge=1,
+        le=100,
+        description="runs of each episode's world: the task stream shared, the agent's, "
+        "tools' and controller's fresh per trial (pass^k needs trials >= k)",
+    )
     seed: int = Field(0, ge=0)
     task: TaskSpec = Field(default_factory=TaskSpec)
     agent: AgentSpec = Field(default_factory=AgentSpec)
@@ -156,6 +163,15 @@ class ExperimentSpec(_Strict):
         None, description="search space and objective, for `opar-sim tune`"
     )
 
+    @model_validator(mode="after")
+    def _trials_or_attempts(self) -> ExperimentSpec:
+        if self.trials > 1 and self.reflexion.attempts > 1:
+            raise ValueError(
+                "trials > 1 and reflexion.attempts > 1 cannot be combined: repeat the "
+                "world (trials) or retry it with memory (reflexion), not both"
+            )
+        return self
+
     def controller_list(self) -> list[ControllerSpec]:
         """The controllers this experiment runs, in order."""
         return list(self.compare) if self.compare else [self.controller]
@@ -167,6 +183,8 @@ def first_error(exc: ValidationError, prefix: str = "") -> str:
     where = ".".join(str(p) for p in err["loc"])
     if err["type"] == "extra_forbidden":
         return f"{prefix}{where}: unknown key"
+    if not where:  # a check across keys (a model validator) names its keys itself
+        return f"{prefix}{err['msg'].removeprefix('Value error, ')}"
     return f"{prefix}{where}: {err['msg']}"
 
 

@@ -9,7 +9,7 @@ from rich.console import Console
 from opar_sim.analysis.run import analyze, write_metrics
 from opar_sim.cli.commands.common import UsageError, add_run_flags, int_at_least
 from opar_sim.cli.commands.run_cmd import execute
-from opar_sim.cli.tables import comparison_table, response_table
+from opar_sim.cli.tables import comparison_table, response_table, world_table
 from opar_sim.experiment.build import load_spec
 from opar_sim.experiment.edit import apply_changes, with_overrides
 from opar_sim.experiment.spec import ExperimentSpec
@@ -30,7 +30,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--detail",
         action="store_true",
-        help="also print the step-response and oscillation table (rise, settling, gap, ζ)",
+        help="also print the step-response and oscillation table (rise, settling, gap, ζ) "
+        "and the successes per world (how many worlds had 0..trials successes)",
     )
     parser.add_argument(
         "--thrash-k",
@@ -59,7 +60,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
     """Run the controllers on the same seeds, then analyse the run directory.
 
     Prints the run's progress and the comparison table (with ``--detail`` also
-    the step-response and oscillation table); writes the run directory,
+    the step-response and oscillation table and the successes per world); writes the run directory,
     ``metrics.json`` and the figures under ``figures/``.
 
     Returns:
@@ -73,6 +74,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
     console.print(comparison_table(analysis).to_rich())
     if args.detail:
         console.print(response_table(analysis).to_rich())
+        console.print(world_table(analysis).to_rich())
     metrics = write_metrics(analysis, result.out / "metrics.json")
     console.print(f"metrics: [green]{metrics}[/]")
     for figure in write_figures(analysis):

@@ -175,7 +175,21 @@ class RunWriter:
 
 
 def resume_point(spec: ExperimentSpec, out: Path) -> int:
-    """Check ``out`` holds this spec's run, cut any half-written tail, return episodes done."""
+    """Check ``out`` holds this spec's run, cut any half-written tail, return episodes done.
+
+    An episode is done when all its ``trials`` rows are on disk; the rows of an
+    episode whose trials were not all written are cut, and it runs again whole.
+
+    Args:
+        spec: The spec of the run being resumed.
+        out: The run directory.
+
+    Returns:
+        The episodes done, counted over the controllers in file order.
+
+    Raises:
+        SpecError: when ``out`` holds no run, another spec's run, or a Reflexion run.
+    """
     if spec.reflexion.attempts > 1:
         raise SpecError("--resume: runs with [reflexion] attempts > 1 cannot be resumed yet")
     spec_file = out / SPEC_FILE
@@ -185,11 +199,15 @@ def resume_point(spec: ExperimentSpec, out: Path) -> int:
     if on_disk != spec:
         raise SpecError(f"--resume: the spec differs from the one that started {out}")
     names = [c.name for c in spec.controller_list()]
-    expected = [(n, i, 1) for n in names for i in range(spec.episodes)]
-    done = _cut_after(
+    trials = range(1, spec.trials + 1)
+    expected = [(n, i, t, 1) for n in names for i in range(spec.episodes) for t in trials]
+    rows_done = _cut_after(
         out / EPISODES_FILE, lambda k, row: expected[k] == episode_key(row), len(expected)
     )
-    finished = set(expected[:done])
+    done = rows_done // spec.trials
+    if done * spec.trials < rows_done:  # an episode cut between its trials
+        _cut_after(out / EPISODES_FILE, lambda _k, _row: True, done * spec.trials)
+    finished = set(expected[: done * spec.trials])
     _cut_after(out / STEPS_FILE, lambda _k, row: episode_key(row) in finished, None)
     return done
 

@@ -4,6 +4,12 @@ Field names here are the file format every reader (plots, reports, outside
 checks) relies on; keep them stable.  ``SCHEMA_VERSION`` names this layout of
 the rows; a change to a field's name or meaning raises it.  ``episode_key`` is
 the one key of an episode (and of each of its steps) across every reader.
+
+``trial``: a spec with ``trials`` > 1 runs each episode's world several times;
+then every episodes.jsonl and steps.jsonl row carries ``trial`` (1, 2, ...).
+With ``trials`` = 1 (the default) the field is left out, so such runs keep
+the bytes they had before trials existed; a reader takes a missing ``trial``
+as 1.
 """
 
 from __future__ import annotations
@@ -16,15 +22,17 @@ from opar_sim.core.types import EpisodeResult, StepRecord
 
 SCHEMA_VERSION = 1
 
-EpisodeKey = tuple[str, int, int]
+EpisodeKey = tuple[str, int, int, int]
 
 
 def episode_key(row: dict[str, Any]) -> EpisodeKey:
-    """(controller, episode, attempt) of an episodes.jsonl or steps.jsonl row.
+    """(controller, episode, trial, attempt) of an episodes.jsonl or steps.jsonl row.
 
-    Reflexion runs attempt an episode seed several times (``attempt`` 1, 2, ...);
-    each attempt is a unit of its own.  A sub-agent's steps carry the key of the
-    episode they belong to.
+    A spec with ``trials`` > 1 runs each episode's world several times
+    (``trial`` 1, 2, ...); Reflexion attempts an episode seed several times
+    (``attempt`` 1, 2, ...); each is a unit of its own.  ``key[:3]`` names one
+    trial of one world, ``key[:2]`` the world.  A sub-agent's steps carry the
+    key of the episode they belong to.
 
     Args:
         row: A parsed line of ``episodes.jsonl`` or ``steps.jsonl``.
@@ -32,7 +40,12 @@ def episode_key(row: dict[str, Any]) -> EpisodeKey:
     Returns:
         The key, equal for an episode's row and all of its steps' rows.
     """
-    return (str(row.get("controller", "")), int(row["episode"]), int(row.get("attempt") or 1))
+    return (
+        str(row.get("controller", "")),
+        int(row["episode"]),
+        int(row.get("trial") or 1),
+        int(row.get("attempt") or 1),
+    )
 
 
 def step_row(result: EpisodeResult, rec: StepRecord) -> dict[str, Any]:
@@ -73,7 +86,7 @@ def step_row(result: EpisodeResult, rec: StepRecord) -> dict[str, Any]:
         "memory": rec.memory,
         "intercepted": rec.intercepted,
         "attempt": result.attempt,
-    }
+    } | _trial(result)
 
 
 def episode_row(result: EpisodeResult) -> dict[str, Any]:
@@ -102,7 +115,12 @@ def episode_row(result: EpisodeResult) -> dict[str, Any]:
         # a nested run's sub-agents spend on top of the orchestrator's own tokens
         "sub_tokens": sum(sub.cost.tokens for sub in result.sub_episodes),
         "attempt": result.attempt,
-    }
+    } | _trial(result)
+
+
+def _trial(result: EpisodeResult) -> dict[str, int]:
+    """The ``trial`` field, only for a spec with ``trials`` > 1 (see the module docstring)."""
+    return {} if result.trial is None else {"trial": result.trial}
 
 
 def to_line(row: dict[str, Any]) -> str:

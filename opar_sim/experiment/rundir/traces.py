@@ -20,7 +20,7 @@ import numpy.typing as npt
 
 from opar_sim.core.frames import to_frame
 from opar_sim.experiment.rundir.files import rows
-from opar_sim.experiment.rundir.rows import episode_key
+from opar_sim.experiment.rundir.rows import EpisodeKey, episode_key
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -40,6 +40,7 @@ class EpisodeTrace:
     actions: list[str | None]
     terms: dict[str, FloatArray] = field(default_factory=dict)
     attempt: int = 1  # Reflexion attempt at this episode seed
+    trial: int = 1  # repeated trial of the episode's world (spec ``trials``)
 
     def __len__(self) -> int:
         return len(self.step)
@@ -83,6 +84,7 @@ def _trace(rows: list[dict[str, Any]]) -> EpisodeTrace:
         actions=[r.get("action") for r in rows],
         terms=terms,
         attempt=int(first.get("attempt") or 1),
+        trial=int(first.get("trial") or 1),
     )
 
 
@@ -94,8 +96,8 @@ def iter_traces(path: Path, *, sub_agents: bool = False) -> Iterator[EpisodeTrac
     ``sub_agents``.
     """
     block: list[dict[str, Any]] = []
-    key: tuple[tuple[str, int, int], str] | None = None
-    last_episode: tuple[str, int, int] | None = None
+    key: tuple[EpisodeKey, str] | None = None
+    last_episode: EpisodeKey | None = None
     for row in rows(path / "steps.jsonl"):
         row_key = (episode_key(row), str(row.get("agent", "")))
         if row_key != key and block:
