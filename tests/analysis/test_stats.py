@@ -4,11 +4,18 @@ from __future__ import annotations
 
 import math
 import sys
+from fractions import Fraction
 
 import numpy as np
 import pytest
 
-from opar_sim.analysis.stats import bootstrap_mean, pass_hat_k, success_rate
+from opar_sim.analysis.stats import (
+    bootstrap_mean,
+    pass_hat_k,
+    pass_hat_ks,
+    success_histogram,
+    success_rate,
+)
 
 
 def test_wilson_interval_of_8_in_10():
@@ -37,6 +44,47 @@ def test_pass_hat_k_averages_over_tasks():
 def test_pass_hat_k_needs_k_attempts_per_task():
     with pytest.raises(ValueError, match="fewer than k"):
         pass_hat_k({"a": [True]}, 2)
+
+
+# five worlds of 4 trials with 0, 1, 2, 3 and 4 successes (order within a world is irrelevant)
+WORLDS = {w: [True] * w + [False] * (4 - w) for w in range(5)}
+
+
+def _tau_bench_pass_hat_ks(successes_per_task: dict[int, int], num_trials: int) -> dict:
+    """τ-bench's pass^k written out independently: per task comb(c, k) / comb(n, k), averaged."""
+    from scipy.special import comb
+
+    out = {}
+    for k in range(1, num_trials + 1):
+        total = sum(
+            comb(c, k, exact=True) / comb(num_trials, k, exact=True)
+            for c in successes_per_task.values()
+        )
+        out[k] = total / len(successes_per_task)
+    return out
+
+
+def test_pass_hat_ks_of_worlds_with_0_to_4_successes_are_the_exact_fractions():
+    # pass^1 = (0+1+2+3+4)/(5·4); pass^2 = (0+0+1+3+6)/(5·6); pass^3 = (1+4)/(5·4); pass^4 = 1/5
+    exact = {1: Fraction(1, 2), 2: Fraction(1, 3), 3: Fraction(1, 4), 4: Fraction(1, 5)}
+    got = pass_hat_ks(WORLDS, 4)
+    assert list(got) == [1, 2, 3, 4]
+    for k, value in exact.items():
+        assert got[k] == pytest.approx(float(value), abs=1e-15)
+    reference = _tau_bench_pass_hat_ks({w: sum(o) for w, o in WORLDS.items()}, 4)
+    assert got == pytest.approx(reference, abs=1e-15)
+
+
+def test_success_histogram_counts_worlds_by_successes():
+    assert success_histogram(WORLDS, 4) == [1, 1, 1, 1, 1]
+    assert success_histogram({0: [True, True], 1: [True, False], 2: [True, True]}, 2) == [0, 1, 2]
+
+
+def test_a_world_missing_a_trial_is_left_out_of_pass_hat_k_and_the_histogram():
+    worlds = {0: [True, True, False], 1: [True, True], 2: [False, False, False]}
+    assert pass_hat_ks(worlds, 3) == pytest.approx({1: 1 / 3, 2: 1 / 6, 3: 0.0}, abs=1e-15)
+    assert success_histogram(worlds, 3) == [1, 0, 1, 0]
+    assert math.isnan(pass_hat_ks({}, 2)[2])
 
 
 def test_bootstrap_is_reproducible_with_the_same_seed():

@@ -65,7 +65,11 @@ def test_compare_prints_one_table_with_the_oscillation_and_stopping_columns(comp
         "premature",
     ]
     assert [row[0] for row in table.rows] == ["pid", "threshold"]
+    assert [row[3] for row in table.rows] == ["–", "–"]  # one trial per world: no pass^4
     assert "outcomes (episodes)" not in printed  # the run's own tables are not repeated
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["pid"]["pass^1"] == metrics["pid"]["success_rate"]
+    assert [metrics["pid"][f"pass^{k}"] for k in (2, 4, 8)] == [None, None, None]
 
 
 def test_compare_writes_metrics_and_every_figure_as_png_and_svg(compared):
