@@ -74,7 +74,8 @@ def render_report(
         controllers = ", ".join(c.name for c in spec.controller_list())
         parts.append(
             f"<p>{html.escape(spec.description)}</p><p>task <b>{html.escape(spec.task.name)}</b>, "
-            f"controllers <b>{html.escape(controllers)}</b>, {spec.episodes} episodes each on "
+            f"controllers <b>{html.escape(controllers)}</b>, {spec.episodes} episodes each"
+            f"{f' × {spec.trials} trials' if spec.trials > 1 else ''} on "
             f"common seeds (seed {spec.seed}); limits: {spec.limits.max_steps} steps, "
             f"{spec.limits.time_budget:g} simulated s, {spec.limits.token_budget:,} tokens.</p>"
         )

@@ -59,7 +59,9 @@ def execute(
     names = [c.name for c in spec.controller_list()]
     console.print(
         f"[bold]{spec.name}[/]: task [cyan]{spec.task.name}[/], controllers "
-        f"[cyan]{', '.join(names)}[/], {spec.episodes} episodes each, seed {spec.seed}"
+        f"[cyan]{', '.join(names)}[/], {spec.episodes} episodes each"
+        + (f" × {spec.trials} trials" if spec.trials > 1 else "")
+        + f", seed {spec.seed}"
     )
     with open_executor(config) as executor, progress_bar(console) as bar:
         job = bar.add_task(spec.name, total=spec.episodes * len(names))
