@@ -221,6 +221,11 @@ def _opar(
             error=choice.error,
             memory=evaluation.memory_update,
             intercepted=intercepted,
+            plan_age=ctx.plan_age,
+            plan_exhausted=ctx.plan_exhausted,
+            replans=ctx.replans,
+            complete=task.complete,
+            feasible=task.feasible,
         )
         run.steps.append(record)
         if supervisor is not None:

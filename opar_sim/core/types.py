@@ -194,6 +194,15 @@ class StepRecord:
     guard: str | None = None  # the supervisor guard that overrode the controller, if any
     memory: str | None = None  # memory compression at this Reflect (Algorithm 2, step 2.5)
     intercepted: str | None = None  # why a guardrail stopped this step's high-risk call
+    # what the controller was told besides the evaluation (ReflectContext; dt is the
+    # time since the previous step's ``time``)
+    plan_age: int = 0
+    plan_exhausted: bool = False
+    replans: int = 0
+    # the hidden truth at the Reflect, as the truth probe read it (feasibility can
+    # change within an episode: fares rise, a budget runs out)
+    complete: bool = False
+    feasible: bool = True
 
 
 @dataclass(slots=True)

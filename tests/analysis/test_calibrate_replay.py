@@ -94,7 +94,26 @@ def test_replay_under_another_controller_reports_where_it_departs(recorded, caps
             assert r["outcome"] in ("success", "premature", "gave_up") and r["at_step"] >= 1
         if r["verdict"] in ("replan", "continue"):
             assert r["outcome"] is None
-    assert "verdict" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "verdict" in out
+    checkable = sum(r["verdict"] in ("same", "stop") for r in rows)
+    assert f"checkable (outcome known): {checkable}, " in out
+    assert f"uncheckable (diverged, outcome unknown): {150 - checkable}" in out
+
+
+def test_a_record_without_what_the_controller_read_exits_2(recorded, tmp_path, capsys):
+    """Steps written before ``missing`` and the context were recorded cannot be replayed."""
+    old = tmp_path / "old"
+    old.mkdir()
+    for name in ("spec.json", "episodes.jsonl"):
+        (old / name).write_text((recorded / name).read_text())
+    lines = [json.loads(x) for x in (recorded / "steps.jsonl").read_text().splitlines()]
+    for row in lines:
+        del row["missing"], row["plan_exhausted"]
+    (old / "steps.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines))
+    assert main(["replay", str(old), "--controller", "threshold"]) == 2
+    err = capsys.readouterr().err
+    assert "lacks missing, plan_exhausted" in err and err.count("\n") == 1
 
 
 @pytest.mark.parametrize(

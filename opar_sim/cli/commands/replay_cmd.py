@@ -12,7 +12,7 @@ from rich.console import Console
 
 import controllers
 from opar_sim.analysis.recorded import load_run
-from opar_sim.analysis.replay import replay, tally
+from opar_sim.analysis.replay import exactness, replay, tally
 from opar_sim.cli.commands.common import UsageError
 from opar_sim.cli.tables import TextTable
 from opar_sim.experiment.rundir import to_line
@@ -31,7 +31,9 @@ def run(args: argparse.Namespace, console: Console) -> int:
     """Replay every recorded episode under the controller and tabulate the verdicts.
 
     Writes ``RUNDIR/replay_NAME.jsonl`` (one line per episode) and prints the
-    count of each verdict and the outcomes, recorded against replayed.
+    count of each verdict, how many are checkable (``same`` and ``stop``, whose outcome is
+    known) and uncheckable (``replan`` and ``continue``), and the outcomes, recorded
+    against replayed.  A run whose verdicts cannot be exact (guards, Reflexion) is named.
 
     Returns:
         0; an unknown controller is a usage error (exit 2).
@@ -48,6 +50,15 @@ def run(args: argparse.Namespace, console: Console) -> int:
     verdicts = [[verdict, str(n)] for verdict, n in sorted(counts["verdicts"].items())]
     title = f"replayed under {args.controller}"
     console.print(TextTable(title, ["verdict", "episodes"], verdicts, []).to_rich())
+    checkable = counts["checkable"]
+    console.print(
+        f"checkable (outcome known): {checkable['checkable']}, "
+        f"uncheckable (diverged, outcome unknown): {checkable['uncheckable']}",
+        highlight=False,
+    )
+    inexact = exactness(recorded.spec)
+    if inexact is not None:
+        console.print(f"note: verdicts are not exact: {inexact}", highlight=False)
     names = sorted(set(counts["recorded"]) | set(counts["outcomes"]))
     rows = [[n, str(counts["recorded"][n]), str(counts["outcomes"][n])] for n in names]
     columns = ["outcome", "recorded", args.controller]
