@@ -51,8 +51,10 @@ def episode_seed(seed: int, episode: int) -> np.random.SeedSequence:
 def streams(seq: np.random.SeedSequence, trial: int = 1) -> Streams:
     """Split an episode's SeedSequence into the named generators, in a fixed order.
 
-    ``seq.spawn`` advances ``seq``'s count of children, so each call needs a
-    fresh SeedSequence (``episode_seed``) to give the same streams again.
+    The streams are a pure function of ``seq``'s entropy and spawn key: ``seq``
+    itself is not advanced (its children are spawned from a copy), so the same
+    SeedSequence gives the same streams however often it is split — Reflexion's
+    attempts at one seeded task see the same world.
 
     Args:
         seq: The episode's SeedSequence.
@@ -69,7 +71,8 @@ def streams(seq: np.random.SeedSequence, trial: int = 1) -> Streams:
     """
     if trial < 1:
         raise ValueError(f"trial must be >= 1, got {trial}")
-    children = seq.spawn(len(STREAMS))
+    fresh = np.random.SeedSequence(seq.entropy, spawn_key=seq.spawn_key, pool_size=seq.pool_size)
+    children = fresh.spawn(len(STREAMS))
     task, *rest = [np.random.Generator(np.random.PCG64(c)) for c in children]
     if trial > 1:
         rest = [derived(g, TRIAL_STREAM, trial) for g in rest]

@@ -15,7 +15,7 @@ from opar_sim.core.guardrail import Guardrail
 from opar_sim.core.limits import Limits
 from opar_sim.core.loop import run_episode
 from opar_sim.core.reflexion import LongTermMemory, critique_of, run_attempts, success_by_attempt
-from opar_sim.core.seeding import episode_seed
+from opar_sim.core.seeding import episode_seed, streams
 from opar_sim.core.types import EpisodeResult
 from opar_sim.experiment.build import parse_spec
 from opar_sim.experiment.runner import run_experiment
@@ -110,6 +110,42 @@ def test_each_attempt_faces_the_same_seeded_task():
     tries = attempts(keep=3, seed=1)
     first_obs = {r.steps[0].observation for r in tries}
     assert len(first_obs) == 1
+
+
+def test_streams_do_not_advance_the_seed_they_split():
+    seq = episode_seed(3, 4)
+
+    def draws(s):
+        return [getattr(s, name).random() for name in ("task", "agent", "tools", "controller")]
+
+    first = draws(streams(seq))
+    assert draws(streams(seq)) == first  # the same SeedSequence, the same draws
+    assert draws(streams(episode_seed(3, 4))) == first
+
+
+def test_every_attempt_sees_the_same_hidden_world():
+    """Reflexion retries the same seeded task: the same flights, fares and points balance."""
+    worlds = []
+    task = environments.make("flight_booking")
+    reset = task._reset_world
+
+    def snapshot() -> None:
+        reset()
+        worlds.append(([(f.price, f.hour) for f in task.flights], task.balance))
+
+    task._reset_world = snapshot  # type: ignore[method-assign]
+    tries = run_attempts(
+        task,
+        SimulatedAgent(),
+        controllers.make("open_loop"),  # stops short: most seeds need several attempts
+        Limits(max_steps=8),
+        episode_seed(0, 0),
+        attempts=4,
+        keep=3,
+        episode=0,
+    )
+    assert len(tries) >= 2
+    assert all(world == worlds[0] for world in worlds)
 
 
 def test_memory_raises_success_over_attempts():
