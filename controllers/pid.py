@@ -187,7 +187,10 @@ class CognitivePID(DiscretePID):
             return Decision(ControlSignal.TERMINATE, "settled: error inside band", terms)
         if self._accumulated >= self.give_up_after and self._since_best >= self.give_up_window:
             return Decision(
-                ControlSignal.TERMINATE, "give up: error accumulated with no trend to goal", terms
+                ControlSignal.TERMINATE,
+                "give up: error accumulated with no trend to goal",
+                terms,
+                give_up=True,
             )
         threshold = self.replan_threshold
         if not self._armed and effort <= threshold - self.hysteresis:

@@ -5,7 +5,9 @@ long as it agrees with the recorded decisions the trajectory is the same; at
 the first disagreement the replay stops, because what follows would differ:
 
 - ``stop``: the new controller TERMINATEs where the run went on; the outcome
-  it would have had is judged from the recorded ground truth at that step;
+  it would have had is judged, as the loop judges it, from the recorded ground
+  truth at that step (progress, the episode's feasibility) and the new
+  decision's claim (completion or give-up);
 - ``replan`` / ``continue``: it REPLANs or CONTINUEs where the run did
   otherwise: the trajectory diverges there and its outcome is unknown;
 - ``same``: it agreed at every step, so the outcome is the recorded one.
@@ -45,7 +47,7 @@ def replay_episode(
 ) -> ReplayedEpisode:
     """Feed one episode's recorded evaluations to ``controller`` until it disagrees."""
     controller.reset()
-    feasible = episode["outcome"] != "gave_up"
+    feasible = _feasible(episode)
     last_time: float | None = None
     plan_id: int | None = None
     plan_age = replans = 0
@@ -91,21 +93,37 @@ def replay_episode(
             float(row["confidence"]),
             str(row["critique"] or ""),
         )
-        signal = controller.decide(evaluation, ctx).signal
+        decision = controller.decide(evaluation, ctx)
+        signal = decision.signal
         if signal.value == row["signal"]:
             continue
         step = int(row["step"])
         if signal is ControlSignal.TERMINATE:
-            outcome = _stop_outcome(progress, feasible)
+            outcome = _stop_outcome(progress, feasible, decision.give_up)
             return verdict("stop", step, outcome)
         return verdict(signal.value, step, None)
     return verdict("same", None, str(episode["outcome"]))
 
 
-def _stop_outcome(progress: float, feasible: bool) -> str:
+def _feasible(episode: dict[str, Any]) -> bool:
+    """The episode's recorded feasibility; runs from before it was recorded guess it.
+
+    Before schema 2 only a ``gave_up`` outcome said the task was infeasible (an
+    infeasible task stopped any other way left no trace), so the guess errs
+    toward feasible.
+    """
+    if "feasible" in episode:
+        return bool(episode["feasible"])
+    return bool(episode["outcome"] != "gave_up")
+
+
+def _stop_outcome(progress: float, feasible: bool, give_up: bool) -> str:
+    """The outcome of a TERMINATE at ``progress``: the loop's rule (``Outcome``)."""
     if progress >= 1.0:
         return "success"
-    return "premature" if feasible else "gave_up"
+    if give_up:
+        return "abandoned" if feasible else "gave_up"
+    return "premature"
 
 
 def replay(run: RecordedRun, make_controller: Any) -> list[ReplayedEpisode]:
