@@ -74,6 +74,10 @@ def _check_decision(controller: Controller, decision: object, step: int) -> None
         raise ControllerCheckError(f"{who}: signal {decision.signal!r} is not a ControlSignal")
     if not isinstance(decision.reason, str) or not decision.reason.strip():
         raise ControllerCheckError(f"{who}: every decision needs a reason")
+    if not isinstance(decision.give_up, bool):
+        raise ControllerCheckError(f"{who}: give_up must be a bool, got {decision.give_up!r}")
+    if decision.give_up and decision.signal is not ControlSignal.TERMINATE:
+        raise ControllerCheckError(f"{who}: only a TERMINATE can give up")
     if not isinstance(decision.terms, dict):
         raise ControllerCheckError(f"{who}: terms must be a dict of name → number")
     for key, value in decision.terms.items():

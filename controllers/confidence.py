@@ -10,7 +10,9 @@ next_action).  The law:
   progress (δ_act < ``progress_act``) — missing information alone is the normal
   state of an unfinished task and is no reason to throw the plan away; a step
   that moved forward says the strategy works.  ``min_dwell`` steps under a plan
-  come first, so one unlucky step cannot discard a fresh plan;
+  come first, the step just taken included (``plan_age`` is 1 at a plan's first
+  Reflect, so the default 1 is no dwell and 2 lets no plan be discarded after
+  one unlucky step);
 * CONTINUE otherwise ("not confident yet: next round").
 """
 
@@ -34,7 +36,8 @@ class ConfidenceReflector:
         Args:
             threshold: The confidence at which to TERMINATE, in [0, 1].
             progress_act: δ_act at or above which the last step counts as progress.
-            min_dwell: Steps a plan must run before this law may REPLAN it (>= 1).
+            min_dwell: Steps a plan must have run, the current one included, before
+                this law may REPLAN it (>= 1; 1 is no dwell).
         """
         require_unit(threshold=threshold, progress_act=progress_act)
         if min_dwell < 1:

@@ -63,7 +63,9 @@ class Oracle:
         if truth.complete:
             return Decision(ControlSignal.TERMINATE, "task complete (truth)", terms)
         if not truth.feasible:
-            return Decision(ControlSignal.TERMINATE, "give up: task infeasible (truth)", terms)
+            return Decision(
+                ControlSignal.TERMINATE, "give up: task infeasible (truth)", terms, give_up=True
+            )
         if truth.plan_quality < self.plan_quality:
             return Decision(ControlSignal.REPLAN, "plan is bad (truth)", terms)
         return Decision(ControlSignal.CONTINUE, "plan is good (truth)", terms)

@@ -8,7 +8,11 @@ The error is e = setpoint − δ_task (set-point 1: task complete).  A
 * D = kd·de/dt — the error's trend (approaching or drifting away),
 
 dt being the simulated seconds between Reflect phases.  Built with no options
-``update`` is exactly the textbook discrete PID (DESIGN.md §6).
+``update`` is exactly the textbook discrete PID (DESIGN.md §6).  The set-point
+is constant during an episode, so e − e_prev = −(δ_task − δ_task,prev): with
+``derivative_on = "measurement"`` the D term equals the one on the error,
+step for step (up to float rounding in the subtraction); the option only
+matters when the set-point is changed mid-run (no derivative kick).
 
 The effort → signal map is where agent thrash comes from: a bare three-level
 relay on a noisy effort makes limit cycles (REPLAN, CONTINUE, REPLAN, ...),
@@ -23,7 +27,9 @@ each REPLAN paying a full plan.  So the map has, in this order:
    ``give_up_window`` Reflects: no trend toward the goal.  Off by default
    (``give_up_after = inf``): on a feasible task giving up is a premature stop;
 3. **REPLAN relay** — REPLAN when u ≥ ``replan_threshold``, the plan has run
-   at least ``min_dwell`` steps, and the relay is armed.  With ``hysteresis``
+   at least ``min_dwell`` steps (the step just taken included: ``plan_age`` is
+   1 at a plan's first Reflect, so ``min_dwell = 1``, the default, is no dwell
+   and ``min_dwell = n`` keeps every plan for n steps), and the relay is armed.  With ``hysteresis``
    h > 0 a REPLAN disarms the relay until u falls to ``replan_threshold − h``
    (a Schmitt trigger: noise around the threshold cannot fire twice);
    ``integral_on_replan`` then resets the integral, keeps it, or scales it by
@@ -84,7 +90,8 @@ class CognitivePID(DiscretePID):
             replan_threshold: The effort u at or above which to REPLAN.
             hysteresis: Width h of the relay: after a REPLAN it re-arms once u falls
                 to ``replan_threshold − h`` (0: always armed).
-            min_dwell: Steps a plan must run before it may be replanned.
+            min_dwell: Steps a plan must have run, the current one included, before
+                it may be replanned (>= 1; 1 is no dwell).
             integral_on_replan: ``"reset"``, ``"keep"`` or ``"scale"`` the integral on REPLAN.
             integral_scale: The factor for ``integral_on_replan="scale"``, in [0, 1].
             settle_band: The error inside which the loop counts as settled, in [0, 1].
@@ -113,7 +120,12 @@ class CognitivePID(DiscretePID):
             confidence_floor=confidence_floor,
             integral_scale=integral_scale,
         )
-        for name, count in (("settle_count", settle_count), ("give_up_window", give_up_window)):
+        counts = (
+            ("settle_count", settle_count),
+            ("give_up_window", give_up_window),
+            ("min_dwell", min_dwell),
+        )
+        for name, count in counts:
             if count < 1:
                 raise ValueError(f"{name} must be >= 1, got {count}")
         if integral_on_replan not in INTEGRAL_POLICIES:
@@ -187,7 +199,10 @@ class CognitivePID(DiscretePID):
             return Decision(ControlSignal.TERMINATE, "settled: error inside band", terms)
         if self._accumulated >= self.give_up_after and self._since_best >= self.give_up_window:
             return Decision(
-                ControlSignal.TERMINATE, "give up: error accumulated with no trend to goal", terms
+                ControlSignal.TERMINATE,
+                "give up: error accumulated with no trend to goal",
+                terms,
+                give_up=True,
             )
         threshold = self.replan_threshold
         if not self._armed and effort <= threshold - self.hysteresis:

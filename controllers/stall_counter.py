@@ -83,7 +83,9 @@ class StallCounter:
         if self._stalls < self.max_stalls:
             return Decision(ControlSignal.CONTINUE, "stalls below limit", terms)
         if self._replans >= self.max_replans:
-            return Decision(ControlSignal.TERMINATE, "give up: replans did not help", terms)
+            return Decision(
+                ControlSignal.TERMINATE, "give up: replans did not help", terms, give_up=True
+            )
         self._stalls = 0
         self._replans += 1
         return Decision(ControlSignal.REPLAN, "stalled: max_stalls steps without progress", terms)

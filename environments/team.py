@@ -43,7 +43,19 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from environments.base import NoArgs, SimTask, ToolParams
 from environments.registry import make as make_task
 from opar_sim.core.task import SubAgentRunner, TaskEvent, ToolSpec
-from opar_sim.core.types import Action, ActionResult, EpisodeResult, Observation, PlanStep
+from opar_sim.core.types import (
+    Action,
+    ActionResult,
+    EpisodeResult,
+    Observation,
+    Outcome,
+    PlanStep,
+)
+
+# the outcomes of a sub-agent that said TERMINATE, whether it claimed the goal or gave up
+TERMINATED = frozenset(
+    o.value for o in (Outcome.SUCCESS, Outcome.PREMATURE, Outcome.GAVE_UP, Outcome.ABANDONED)
+)
 
 
 class TeamParams(BaseModel):
@@ -163,7 +175,7 @@ class Team(SimTask):
         )
         self._subs.append(result)
         self.done[subtask] = result.complete
-        self.claimed[subtask] = result.outcome in ("success", "premature", "gave_up")
+        self.claimed[subtask] = result.outcome in TERMINATED
         self.answers[subtask] = result.answer
         return result
 

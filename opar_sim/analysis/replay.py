@@ -168,25 +168,38 @@ def replay_episode(
         ctx = context_of(row, previous_time)
         previous_time = ctx.now
         state["truth"] = truth_of(row)
-        signal = controller.decide(evaluation_of(row), ctx).signal
-        if signal.value == row["signal"]:
+        decision = controller.decide(evaluation_of(row), ctx)
+        signal = decision.signal
+        same_claim = decision.give_up == bool(row.get("give_up", False))
+        if signal.value == row["signal"] and (signal is not ControlSignal.TERMINATE or same_claim):
             continue
         last = index == len(rows) - 1
         if last and recorded_outcome == _INVALID:
             return verdict("same", None, recorded_outcome)  # the loop ends here whatever
         if signal is ControlSignal.TERMINATE:
-            return verdict("stop", ctx.step, _stop_outcome(state["truth"]))
+            return verdict("stop", ctx.step, _stop_outcome(state["truth"], decision.give_up))
         if last and recorded_outcome == _MAX_STEPS:
             return verdict("same", None, recorded_outcome)  # no step follows the last one
         return verdict(signal.value, ctx.step, None)
     return verdict("same", None, recorded_outcome)
 
 
-def _stop_outcome(truth: Truth) -> str:
-    """The outcome of a TERMINATE, judged from the truth as ``core.loop`` judges it."""
+def _stop_outcome(truth: Truth, give_up: bool) -> str:
+    """The outcome of a TERMINATE, judged as ``core.loop`` judges it (``Outcome``).
+
+    Args:
+        truth: The recorded ground truth at the step.
+        give_up: Whether the TERMINATE gives up rather than claims completion.
+
+    Returns:
+        ``success`` when the task is complete; else ``abandoned``/``gave_up`` for a
+        give-up on a feasible/infeasible task, ``premature`` for a false claim.
+    """
     if truth.complete:
         return "success"
-    return "premature" if truth.feasible else "gave_up"
+    if give_up:
+        return "abandoned" if truth.feasible else "gave_up"
+    return "premature"
 
 
 def exactness(spec: ExperimentSpec) -> str | None:

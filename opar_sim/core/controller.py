@@ -37,7 +37,7 @@ class ReflectContext:
     step: int
     now: float
     dt: float
-    plan_age: int  # steps taken under the current plan
+    plan_age: int  # steps taken under the current plan, this one included (>= 1)
     plan_exhausted: bool
     replans: int
 

@@ -4,10 +4,12 @@ The document's table (maximum iterations, no improvement for N = 3 rounds,
 confidence ≥ 0.8, time budget, token budget) and its anti-loop techniques
 (a step spending 3× the running mean of tokens, the same action with the same
 result as in the previous two steps, a human-in-the-loop gate), each a small
-``Guard``.  Guards that stop a run never override a TERMINATE the controller
-already chose: stopping is what it asked for, and its outcome (success,
-premature, gave_up) says more than a truncation would.  Only the human gate
-reviews TERMINATE.
+``Guard``, and a stop confirmation any controller may be given (k consecutive
+TERMINATE claims, the PID's ``settle_count`` on equal terms).  Guards that
+stop a run never override a TERMINATE the controller already chose: stopping
+is what it asked for, and its outcome (success, premature, gave_up,
+abandoned) says more than a truncation would.  Only the stop confirmation and
+the human gate review TERMINATE.
 """
 
 from __future__ import annotations
@@ -28,6 +30,43 @@ TERMINATE = ControlSignal.TERMINATE
 
 def _stop(reason: str) -> GuardAction:
     return GuardAction(TERMINATE, reason, truncate=True)
+
+
+class ConfirmStop:
+    """Hold a completion claim until the controller has made it ``k`` Reflects in a row.
+
+    The stop confirmation the cognitive PID has built in (``settle_count``),
+    given to any controller on equal terms: a TERMINATE that claims completion
+    becomes CONTINUE (reason ``confirm: j/k``) until it is the ``k``-th
+    consecutive TERMINATE; any CONTINUE or REPLAN resets the count.  A give-up
+    (``Decision.give_up``) is not delayed: confirmation guards against a noisy
+    reading of progress, and a give-up rule has its own window.  It must read
+    the controller's own decision, so ``GuardsSpec.enabled`` puts it before
+    every other guard; a TERMINATE another guard makes later (``confidence``)
+    is not held.  ``k = 1`` lets every TERMINATE through.
+    """
+
+    name = "confirm"
+
+    def __init__(self, k: int) -> None:
+        if k < 1:
+            raise ValueError(f"confirm needs k >= 1, got {k}")
+        self.k = k
+        self._run = 0
+
+    def reset(self, rng: np.random.Generator) -> None:
+        """Forget the count of consecutive TERMINATEs."""
+        self._run = 0
+
+    def check(self, record: StepRecord, decision: Decision) -> GuardAction | None:
+        """CONTINUE on the 1st … (k−1)-th consecutive completion claim; let the k-th through."""
+        if decision.signal is not TERMINATE or decision.give_up:
+            self._run = 0
+            return None
+        self._run += 1
+        if self._run < self.k:
+            return GuardAction(ControlSignal.CONTINUE, f"confirm: {self._run}/{self.k}")
+        return None
 
 
 class MaxIterations:
@@ -255,6 +294,9 @@ class GuardsSpec(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
+    confirm: int | None = Field(
+        None, ge=1, description="TERMINATE only on this many consecutive completion claims"
+    )
     max_iterations: int | None = Field(None, ge=1, description="stop after this many Reflects")
     time_budget: float | None = Field(None, gt=0, allow_inf_nan=False, description="simulated s")
     token_budget: int | None = Field(None, ge=1, description="prompt + completion tokens")
@@ -268,15 +310,26 @@ class GuardsSpec(BaseModel):
     human: HumanGateSpec | None = Field(None, description="approver on TERMINATE and REPLAN")
 
     def guards(self) -> list[Guard]:
-        """The guards this table turns on, stopping rules first and the human gate last."""
+        """The guards this table turns on, in the order of ``enabled``."""
         made: list[Guard] = []
         for name, params in self.enabled():
             made.append(GUARDS.make(name, **params))
         return made
 
     def enabled(self) -> list[tuple[str, dict[str, Any]]]:
-        """(registered guard name, its parameters) of each guard the table turns on, in order."""
+        """(registered guard name, its parameters) of each guard the table turns on, in order.
+
+        The order is the order of review (``Supervisor``): the stop
+        confirmation first, so it reads the controller's own decision; then the
+        stopping rules, the stuck detector and the confidence stop; the human
+        gate last, reviewing what the others left.
+
+        Returns:
+            The enabled guards' names and constructor parameters.
+        """
         on: list[tuple[str, dict[str, Any]]] = []
+        if self.confirm is not None:
+            on.append(("confirm", {"k": self.confirm}))
         if self.max_iterations is not None:
             on.append(("max_iterations", {"limit": self.max_iterations}))
         if self.time_budget is not None:
@@ -304,6 +357,7 @@ class GuardsSpec(BaseModel):
 GUARDS: Registry[Guard] = Registry("guard")
 """The guards by the name of their ``[guards]`` key."""
 for _guard in (
+    ConfirmStop,
     MaxIterations,
     TimeBudget,
     TokenBudget,

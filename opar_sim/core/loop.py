@@ -240,7 +240,7 @@ def _opar(
                 if override.signal is not decision.signal:
                     decision = Decision(
                         override.signal, f"guard: {override.reason}", decision.terms
-                    )
+                    )  # a signal turned into TERMINATE by a guard claims completion
                     record.decision = decision
         if invalid_in_a_row >= MAX_INVALID_IN_A_ROW:
             run.error = "invalid_format"
@@ -299,10 +299,11 @@ def _finish(
     seed: int,
 ) -> EpisodeResult:
     if run.terminated:
-        if task.complete:
+        final = run.steps[-1].decision
+        if task.complete:  # judged from the world first: a done task is a success (Outcome)
             outcome = outcome_label(Outcome.SUCCESS)
-        elif not task.feasible:
-            outcome = outcome_label(Outcome.GAVE_UP)
+        elif final is not None and final.give_up:
+            outcome = outcome_label(Outcome.ABANDONED if task.feasible else Outcome.GAVE_UP)
         else:
             outcome = outcome_label(Outcome.PREMATURE)
     elif run.error is not None:
@@ -327,6 +328,7 @@ def _finish(
         steps=run.steps,
         best_step=best,
         sub_episodes=subs,
+        feasible=task.feasible,
     )
 
 

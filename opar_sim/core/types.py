@@ -126,19 +126,46 @@ class Evaluation:
 
 @dataclass(slots=True, frozen=True)
 class Decision:
-    """A controller's verdict: the signal, why, and the controller's terms."""
+    """A controller's verdict: the signal, why, and the controller's terms.
+
+    A TERMINATE either claims the goal is reached (``give_up`` False, the
+    default) or gives up on it (``give_up`` True: "this cannot be done").  The
+    outcome of the episode is judged from that claim and the ground truth
+    (``Outcome``).  ``give_up`` is only meaningful on a TERMINATE; a guard that
+    overrides a decision keeps it while the signal stays TERMINATE and drops it
+    otherwise, and a guard that turns a CONTINUE or REPLAN into a TERMINATE
+    claims completion.
+    """
 
     signal: ControlSignal
     reason: str
     terms: dict[str, float] = field(default_factory=dict)
+    give_up: bool = False
 
 
 class Outcome(enum.Enum):
-    """Outcome kinds (DESIGN.md §2); truncations and errors carry a reason."""
+    """Outcome kinds (DESIGN.md §2); truncations and errors carry a reason.
+
+    A TERMINATE is judged from the world's state first and the controller's
+    claim second (``Decision.give_up``):
+
+    ============  ==========================================================
+    ``success``    TERMINATE and the task is truly complete — whatever the
+                   claim: a give-up on a task that is in fact done still
+                   hands over a complete answer, and the world's final state
+                   is what a benchmark checks (τ-bench); steps.jsonl keeps the
+                   claim (``give_up``) for whoever wants to count those apart
+    ``premature``  claimed completion, task not complete, feasible or not
+    ``gave_up``    gave up on an infeasible task (correct abandonment)
+    ``abandoned``  gave up on a feasible task that is not complete (false
+                   abandonment)
+    ============  ==========================================================
+    """
 
     SUCCESS = "success"
     PREMATURE = "premature"
     GAVE_UP = "gave_up"
+    ABANDONED = "abandoned"
     TRUNCATED = "truncated"
     ERROR = "error"
 
@@ -224,6 +251,7 @@ class EpisodeResult:
     sub_episodes: list[EpisodeResult] = field(default_factory=list)
     attempt: int = 1  # Reflexion: which attempt at the same seeded task this was
     trial: int | None = None  # which repeated trial of the world (None: the spec runs one)
+    feasible: bool = True  # ground truth at the end: could the goal still be met
 
     @property
     def success(self) -> bool:

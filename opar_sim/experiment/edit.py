@@ -99,6 +99,7 @@ def with_overrides(
     seed: int | None = None,
     controller: str | None = None,
     agent: str | None = None,
+    confirm: int | None = None,
 ) -> ExperimentSpec:
     """Apply command-line overrides; a new controller or agent kind keeps no old parameters.
 
@@ -109,6 +110,8 @@ def with_overrides(
         controller: A controller name; it replaces the spec's controllers (and
             empties ``compare``).
         agent: An agent kind (``simulated`` or ``llm``).
+        confirm: The shared stop confirmation ``guards.confirm`` (k consecutive
+            completion claims), if given.
 
     Returns:
         The changed spec, validated and built; ``spec`` itself when nothing changes.
@@ -122,6 +125,8 @@ def with_overrides(
         changes["seed"] = seed
     if controller is not None and controller != spec.controller.name:
         changes |= {"controller": {"name": controller, "params": {}}, "compare": []}
+    if confirm is not None and confirm != spec.guards.confirm:
+        changes["guards.confirm"] = confirm
     if not changes:
         return spec
     return apply_changes(spec, changes, "command line")

@@ -18,6 +18,7 @@ OUTCOME_COLORS = {
     "success": "#31a354",
     "premature": "#de2d26",
     "gave_up": "#756bb1",
+    "abandoned": "#c51b8a",
 }
 _TRUNCATED = ["#fd8d3c", "#fdae6b", "#fdd0a2", "#a63603", "#e6550d"]
 _ERROR = ["#636363", "#969696", "#bdbdbd"]
@@ -36,7 +37,10 @@ def controller_colors(names: Sequence[str]) -> dict[str, str]:
 
 
 def outcome_color(outcome: str, order: Sequence[str]) -> str:
-    """Green for success, red for premature, oranges for truncations, greys for errors."""
+    """Green for success, red for premature, purple for gave_up, magenta for abandoned.
+
+    Truncations take oranges and errors greys, by their place in ``order``.
+    """
     if outcome in OUTCOME_COLORS:
         return OUTCOME_COLORS[outcome]
     palette = _TRUNCATED if outcome.startswith("truncated") else _ERROR
@@ -45,12 +49,12 @@ def outcome_color(outcome: str, order: Sequence[str]) -> str:
 
 
 def outcome_order(outcomes: Sequence[str]) -> list[str]:
-    """Success first, then premature and gave_up, then truncations and errors."""
-    rank = {"success": 0, "premature": 1, "gave_up": 2}
+    """Success first, then premature, gave_up and abandoned, then truncations and errors."""
+    rank = {"success": 0, "premature": 1, "gave_up": 2, "abandoned": 3}
 
     def key(o: str) -> tuple[int, str]:
         head = o.split(":")[0]
-        return (rank.get(o, 3 if head == "truncated" else 4), o)
+        return (rank.get(o, 4 if head == "truncated" else 5), o)
 
     return sorted(set(outcomes), key=key)
 

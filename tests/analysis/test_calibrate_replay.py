@@ -91,7 +91,8 @@ def test_replay_under_another_controller_reports_where_it_departs(recorded, caps
     assert {r["verdict"] for r in rows} <= {"same", "stop", "replan", "continue"}
     for r in rows:
         if r["verdict"] == "stop":
-            assert r["outcome"] in ("success", "premature", "gave_up") and r["at_step"] >= 1
+            assert r["outcome"] in ("success", "premature", "gave_up", "abandoned")
+            assert r["at_step"] >= 1
         if r["verdict"] in ("replan", "continue"):
             assert r["outcome"] is None
     out = capsys.readouterr().out
@@ -132,3 +133,68 @@ def test_bad_run_directories_exit_2_in_one_line(argv, message, capsys):
 def test_an_unknown_controller_exits_2(recorded, capsys):
     assert main(["replay", str(recorded), "--controller", "nope"]) == 2
     assert "unknown controller" in capsys.readouterr().err
+
+
+class _StopAtOnce:
+    """TERMINATE at the first Reflect, claiming completion or giving up."""
+
+    name = "stop_at_once"
+
+    def __init__(self, give_up: bool) -> None:
+        self.give_up = give_up
+
+    def reset(self) -> None:
+        """Stateless."""
+
+    def decide(self, evaluation, ctx):
+        """TERMINATE with the scripted claim."""
+        from opar_sim import ControlSignal, Decision
+
+        return Decision(ControlSignal.TERMINATE, "scripted", give_up=self.give_up)
+
+
+@pytest.mark.parametrize(
+    ("give_up", "feasible", "progress", "outcome"),
+    [
+        (False, True, 0.5, "premature"),
+        (False, False, 0.5, "premature"),  # a false completion claim, whatever the feasibility
+        (True, False, 0.5, "gave_up"),
+        (True, True, 0.5, "abandoned"),
+        (True, True, 1.0, "success"),  # judged from the world first, as the loop does
+        (False, True, 1.0, "success"),
+    ],
+)
+def test_a_replayed_stop_is_judged_like_the_loop(give_up, feasible, progress, outcome):
+    from opar_sim.analysis.replay import replay_episode
+
+    row = {
+        "plan_id": 1,
+        "step": 1,
+        "time": 3.0,
+        "progress": progress,
+        "plan_quality": 0.8,
+        "delta_task": 0.4,
+        "delta_act": 1.0,
+        "delta_plan": 0.0,
+        "confidence": 0.4,
+        "critique": "",
+        "missing": [],
+        "memory": None,
+        "signal": "continue",
+        "give_up": False,
+        "plan_age": 1,
+        "plan_exhausted": False,
+        "replans": 0,
+        "complete": progress >= 1.0,
+        "feasible": feasible,  # the truth the loop judges a stop by, recorded at each step
+    }
+    episode = {"episode": 0, "controller": "threshold", "outcome": "truncated:max_steps"}
+    replayed = replay_episode([row], episode | {"feasible": feasible}, _StopAtOnce(give_up))
+    assert (replayed.verdict, replayed.at_step, replayed.outcome) == ("stop", 1, outcome)
+
+
+def test_episodes_record_feasibility_and_steps_the_give_up_claim(recorded):
+    run = load_run(recorded)
+    assert all(isinstance(e["feasible"], bool) for e in run.episodes)
+    steps = [row for rows in run.episode_steps().values() for row in rows]
+    assert {row["give_up"] for row in steps} == {False}  # the PID's give-up rule is off

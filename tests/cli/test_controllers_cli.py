@@ -43,6 +43,37 @@ def test_guards_from_the_spec_truncate_runs(tmp_path):
     assert json.loads((out / "spec.json").read_text())["guards"]["max_iterations"] == 2
 
 
+@pytest.mark.parametrize("command", ["run", "compare"])
+def test_confirm_flag_sets_the_shared_stop_confirmation(command, tmp_path):
+    out = tmp_path / command
+    argv = [command, SPEC, "--episodes", "4", "--workers", "1", "--confirm", "2"]
+    if command == "compare":
+        argv += ["--controllers", "threshold,stall_counter"]
+    else:
+        argv += ["--controller", "threshold"]
+    assert main([*argv, "--out", str(out)]) == 0
+    assert json.loads((out / "spec.json").read_text())["guards"]["confirm"] == 2
+    steps = [json.loads(line) for line in (out / "steps.jsonl").read_text().splitlines()]
+    held = [s for s in steps if s["guard"] == "confirm: 1/2"]
+    assert held and all(s["signal"] == "continue" for s in held)
+    stops = [s for s in steps if s["signal"] == "terminate" and not s["give_up"]]
+    for stop in stops:  # every completion claim that stood was the second in a row
+        before = next(
+            s
+            for s in steps
+            if s["controller"] == stop["controller"]
+            and s["episode"] == stop["episode"]
+            and s["step"] == stop["step"] - 1
+        )
+        assert before["guard"] == "confirm: 1/2"
+
+
+def test_confirm_below_one_exits_2(tmp_path, capsys):
+    assert main(["run", SPEC, "--confirm", "0", "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert "--confirm: must be >= 1" in err and len(err.strip().splitlines()) == 1
+
+
 def test_a_bad_guard_exits_2_naming_the_key(tmp_path, capsys):
     spec = tmp_path / "bad.toml"
     spec.write_text('name = "x"\n[guards]\nhuman = {latency = -1.0}\n')

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from controllers import CognitivePID
+from controllers import CognitivePID, ReflectContext
+from opar_sim import Evaluation
 
 finite = st.floats(min_value=-10, max_value=10, allow_nan=False)
 dts = st.floats(min_value=1e-3, max_value=100, allow_nan=False)
@@ -251,3 +253,18 @@ def test_dt_zero_never_moves_the_integral(samples, tau):
 def test_bad_options_are_rejected_naming_the_option(bad, message):
     with pytest.raises(ValueError, match=message):
         CognitivePID(1.0, 0.1, 1.0, **bad)
+
+
+def test_derivative_on_measurement_equals_on_error_while_the_set_point_is_constant():
+    rng = np.random.default_rng(11)
+    laws = [CognitivePID(1.0, 0.03, 6.0, derivative_on=on) for on in ("error", "measurement")]
+    now = 0.0
+    for step in range(1, 60):
+        dt = 0.0 if step == 1 else float(rng.exponential(10.0))
+        now += dt
+        evaluation = Evaluation(float(rng.random()), 1.0, 0.0, 0.5)
+        ctx = ReflectContext(step, now, dt, 1, False, 0)
+        on_error, on_measurement = (law.decide(evaluation, ctx) for law in laws)
+        assert on_error.signal is on_measurement.signal
+        # e − e_prev = −(y − y_prev) when e = 1 − y: the same up to rounding in the subtraction
+        assert on_measurement.terms["d"] == pytest.approx(on_error.terms["d"], rel=1e-9, abs=1e-12)

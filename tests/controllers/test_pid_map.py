@@ -121,3 +121,51 @@ def test_give_up_on_an_infeasible_task_is_scored_gave_up():
 def test_bad_map_options_are_rejected_naming_the_option(bad, message):
     with pytest.raises(ValueError, match=message):
         controllers.make("pid", **bad)
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 5])
+def test_min_dwell_n_allows_a_replan_from_the_nth_step_under_a_plan(n):
+    # plan_age counts the step just taken: 1 at a plan's first Reflect
+    verdicts = []
+    for age in range(1, 7):
+        pid = CognitivePID(1.0, 0.0, 0.0, replan_threshold=0.5, min_dwell=n)
+        verdicts.append(pid.decide(ev(0.2), ReflectContext(age, 10, 10, age, False, 0)).signal)
+    assert verdicts == [CONTINUE] * (n - 1) + [REPLAN] * (7 - n)
+
+
+@pytest.mark.parametrize("n", [1, 2, 4])
+def test_confidence_min_dwell_n_allows_a_replan_from_the_nth_step(n):
+    law = controllers.make("confidence", min_dwell=n)
+    stalled = Evaluation(0.3, 0.1, 0.0, 0.3, "", ("fare",))
+    verdicts = [
+        law.decide(stalled, ReflectContext(a, 10, 10, a, False, 0)).signal for a in range(1, 6)
+    ]
+    assert verdicts == [CONTINUE] * (n - 1) + [REPLAN] * (6 - n)
+
+
+def test_min_dwell_below_one_is_rejected():
+    for name in ("pid", "confidence"):
+        with pytest.raises(ValueError, match="min_dwell must be >= 1"):
+            controllers.make(name, min_dwell=0)
+
+
+@pytest.mark.parametrize("dwell", [1, 3])
+def test_in_the_loop_no_plan_is_replanned_before_min_dwell_steps(dwell):
+    ages = []
+    for episode in range(20):
+        law = controllers.make(
+            "pid", kp=10.0, ki=0.0, kd=0.0, replan_threshold=1.0, min_dwell=dwell
+        )
+        result = run_episode(
+            environments.make("flight_booking"),
+            SimulatedAgent(),
+            law,
+            Limits(max_steps=20),
+            episode_seed(5, episode),
+        )
+        age = 0
+        for prev, rec in zip([None, *result.steps], result.steps, strict=False):
+            age = 1 if prev is None or rec.plan_id != prev.plan_id else age + 1
+            if rec.decision.signal is REPLAN:
+                ages.append(age)
+    assert min(ages) == dwell  # reached: the dwell binds, and is never broken

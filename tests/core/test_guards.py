@@ -14,6 +14,7 @@ from opar_sim import Action, ActionResult, ControlSignal, Decision, Evaluation, 
 from opar_sim.agents import ScriptedAgent, SimulatedAgent
 from opar_sim.core.guards import (
     ConfidenceStop,
+    ConfirmStop,
     GuardsSpec,
     HumanGate,
     MaxIterations,
@@ -98,6 +99,81 @@ def test_no_improvement_counts_reflects_without_a_better_estimate():
     results = [guard.check(record(task=x), GOING) for x in estimates]
     assert results[:4] == [None] * 4
     assert results[4] is not None and results[4].reason == "no_progress"
+
+
+GIVING_UP = Decision(TERMINATE, "controller", {}, give_up=True)
+
+
+def test_confirm_holds_a_completion_claim_until_k_in_a_row():
+    guard = fresh(ConfirmStop(3))
+    seen = [guard.check(record(step=t), d) for t, d in enumerate([STOPPING] * 4, 1)]
+    assert [(a.signal, a.reason) if a else None for a in seen] == [
+        (CONTINUE, "confirm: 1/3"),
+        (CONTINUE, "confirm: 2/3"),
+        None,  # the third TERMINATE in a row stands
+        None,
+    ]
+    assert not any(a.truncate or a.delay for a in seen[:2] if a)
+
+
+def test_confirm_resets_on_any_other_signal_and_on_reset():
+    guard = fresh(ConfirmStop(2))
+    verdicts = []
+    for decision in [STOPPING, GOING, STOPPING, Decision(REPLAN, "r", {}), STOPPING, STOPPING]:
+        action = guard.check(record(), decision)
+        verdicts.append(action.reason if action else None)
+    assert verdicts == ["confirm: 1/2", None, "confirm: 1/2", None, "confirm: 1/2", None]
+    guard.check(record(), STOPPING)  # a third in a row passes; reset starts the count again
+    guard.reset(np.random.default_rng(0))
+    assert guard.check(record(), STOPPING).reason == "confirm: 1/2"
+
+
+def test_confirm_does_not_delay_a_give_up():
+    guard = fresh(ConfirmStop(2))
+    assert guard.check(record(), GIVING_UP) is None
+    assert guard.check(record(), STOPPING).reason == "confirm: 1/2"  # a give-up is no claim
+    assert fresh(ConfirmStop(1)).check(record(), STOPPING) is None  # k = 1: no confirmation
+
+
+def test_confirm_rejects_k_below_one():
+    with pytest.raises(ValueError, match="k >= 1"):
+        ConfirmStop(0)
+
+
+def test_threshold_with_confirm_2_needs_two_consecutive_terminate_readings():
+    done, half = Evaluation(1.0, 1.0, 0.0, 1.0), Evaluation(0.5, 1.0, 0.0, 0.5)
+    agent = ScriptedAgent([RAIN], [done, half, done, done, half])
+    task = environments.make("weather", **QUIET)
+    supervisor = GuardsSpec(confirm=2).supervisor()
+    result = run_episode(
+        task,
+        agent,
+        controllers.make("threshold"),
+        Limits(max_steps=10),
+        episode_seed(3, 0),
+        supervisor=supervisor,
+    )
+    assert [(r.decision.signal, r.guard) for r in result.steps] == [
+        (CONTINUE, "confirm: 1/2"),
+        (CONTINUE, None),
+        (CONTINUE, "confirm: 1/2"),
+        (TERMINATE, None),
+    ]
+    assert result.steps[0].decision.reason == "guard: confirm: 1/2"
+    unconfirmed = run_episode(
+        environments.make("weather", **QUIET),
+        ScriptedAgent([RAIN], [done, half, done, done, half]),
+        controllers.make("threshold"),
+        Limits(max_steps=10),
+        episode_seed(3, 0),
+    )
+    assert len(unconfirmed.steps) == 1
+
+
+def test_confirm_is_reviewed_first_so_it_reads_the_controllers_own_decision():
+    spec = GuardsSpec(confirm=2, confidence=0.4, max_iterations=5)
+    assert [name for name, _ in spec.enabled()] == ["confirm", "max_iterations", "confidence"]
+    assert spec.enabled()[0] == ("confirm", {"k": 2})
 
 
 def test_confidence_guard_forces_terminate_without_truncating():

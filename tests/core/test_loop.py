@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 import controllers
 import environments
-from opar_sim import Action, ControlSignal, Evaluation
+from opar_sim import Action, ControlSignal, Decision, Evaluation
 from opar_sim.agents import ScriptedAgent, SimulatedAgent
 from opar_sim.core.limits import Limits
 from opar_sim.core.loop import run_episode
@@ -55,11 +55,87 @@ def test_terminate_before_completion_is_premature():
     assert result.final_progress == 0.5
 
 
-def test_terminate_on_an_infeasible_task_is_giving_up():
+class ScriptedController:
+    """TERMINATE at the first Reflect, claiming completion or (``give_up``) giving up."""
+
+    name = "scripted"
+
+    def __init__(self, give_up: bool) -> None:
+        self.give_up = give_up
+
+    def reset(self) -> None:
+        """Stateless."""
+
+    def decide(self, evaluation, ctx):
+        """TERMINATE with the scripted claim."""
+        return Decision(ControlSignal.TERMINATE, "scripted", give_up=self.give_up)
+
+
+def flight_stop(give_up: bool, infeasible_rate: float):
+    task = environments.make("flight_booking", infeasible_rate=infeasible_rate, **QUIET)
+    agent = ScriptedAgent([Action.of("search_flights", range="widened")], [DONE])
+    controller = ScriptedController(give_up)
+    return run_episode(task, agent, controller, Limits(), episode_seed(0, 0))
+
+
+def test_claiming_completion_on_an_infeasible_task_is_premature_not_gave_up():
+    # threshold claims the goal (δ_task = 1) on a world with no fare: a false claim
     task = environments.make("flight_booking", infeasible_rate=1.0, **QUIET)
     agent = ScriptedAgent([Action.of("search_flights", range="widened")], [DONE])
     result = run_episode(task, agent, controllers.make("threshold"), Limits(), episode_seed(0, 0))
-    assert result.outcome == "gave_up"
+    assert (result.outcome, result.feasible, result.complete) == ("premature", False, False)
+    assert result.steps[-1].decision.give_up is False
+    scripted = flight_stop(give_up=False, infeasible_rate=1.0)
+    assert (scripted.outcome, scripted.feasible) == ("premature", False)
+
+
+def test_giving_up_on_an_infeasible_task_is_gave_up():
+    result = flight_stop(give_up=True, infeasible_rate=1.0)
+    assert (result.outcome, result.feasible, result.complete) == ("gave_up", False, False)
+    assert result.steps[-1].decision.give_up is True
+
+
+def test_giving_up_on_a_feasible_task_is_abandoned():
+    result = flight_stop(give_up=True, infeasible_rate=0.0)
+    assert (result.outcome, result.feasible, result.complete) == ("abandoned", True, False)
+
+
+def test_claiming_completion_on_a_feasible_unfinished_task_is_premature():
+    result = flight_stop(give_up=False, infeasible_rate=0.0)
+    assert (result.outcome, result.feasible, result.complete) == ("premature", True, False)
+
+
+class GiveUpOnSecond(ScriptedController):
+    """CONTINUE once, then TERMINATE giving up."""
+
+    def reset(self) -> None:
+        """Restart the count."""
+        self.calls = 0
+
+    def decide(self, evaluation, ctx):
+        """CONTINUE at the first Reflect, give up at the second."""
+        self.calls += 1
+        if self.calls < 2:
+            return Decision(ControlSignal.CONTINUE, "scripted")
+        return Decision(ControlSignal.TERMINATE, "give up", give_up=True)
+
+
+def test_giving_up_on_a_task_that_is_in_fact_complete_is_success():
+    # the world is judged first (Outcome): a done task hands over a complete answer;
+    # the expert's second action depends on the hidden forecast: script it after a dry run
+    task = environments.make("weather", **QUIET)
+    run_episode(
+        task,
+        ScriptedAgent([RAIN], [HALF]),
+        ScriptedController(False),
+        Limits(max_steps=1),
+        episode_seed(3, 0),
+    )
+    agent = ScriptedAgent([RAIN, task.expert_action()], [HALF, HALF])
+    task = environments.make("weather", **QUIET)
+    done = run_episode(task, agent, GiveUpOnSecond(True), TEN_STEPS, episode_seed(3, 0))
+    assert (done.outcome, done.complete, len(done.steps)) == ("success", True, 2)
+    assert done.steps[-1].decision.give_up is True
 
 
 def test_step_limit_truncates_and_returns_the_best_answer_so_far():

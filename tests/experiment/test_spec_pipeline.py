@@ -39,6 +39,10 @@ def test_with_overrides_keeps_the_spec_when_nothing_changes():
         "episodes": 7,
         "seed": 3,
     }
+    confirmed = with_overrides(spec, confirm=2)
+    assert confirmed.guards.confirm == 2
+    assert [name for name, _ in confirmed.guards.enabled()] == ["confirm"]
+    assert with_overrides(confirmed, confirm=2) is confirmed
 
 
 def _sweep_spec(tmp_path: Path) -> str:

@@ -40,6 +40,17 @@ def add_run_flags(parser: argparse.ArgumentParser) -> None:
     add_executor_flags(parser)
 
 
+def add_confirm_flag(parser: argparse.ArgumentParser) -> None:
+    """``--confirm K``: the shared stop confirmation (``[guards] confirm``) for every controller."""
+    parser.add_argument(
+        "--confirm",
+        type=int_at_least(1),
+        metavar="K",
+        help="TERMINATE only on K consecutive completion claims, for every controller "
+        "(sets [guards] confirm; a give-up is not delayed)",
+    )
+
+
 def add_executor_flags(parser: argparse.ArgumentParser) -> None:
     """Where episodes run: a local process pool (default), serial, or Dask."""
     parser.add_argument(

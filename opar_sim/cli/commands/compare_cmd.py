@@ -7,7 +7,12 @@ import argparse
 from rich.console import Console
 
 from opar_sim.analysis.run import analyze, write_metrics
-from opar_sim.cli.commands.common import UsageError, add_run_flags, int_at_least
+from opar_sim.cli.commands.common import (
+    UsageError,
+    add_confirm_flag,
+    add_run_flags,
+    int_at_least,
+)
 from opar_sim.cli.commands.run_cmd import execute
 from opar_sim.cli.tables import comparison_table, response_table, world_table
 from opar_sim.experiment.build import load_spec
@@ -22,6 +27,7 @@ HELP = "run several controllers on the same seeds, print one table and write the
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The run flags, ``--controllers`` (default: the spec's list), ``--detail``, ``--thrash-k``."""
     add_run_flags(parser)
+    add_confirm_flag(parser)
     parser.add_argument(
         "--controllers",
         help="comma-separated registered controllers, e.g. pid,threshold,oracle "
@@ -66,7 +72,9 @@ def run(args: argparse.Namespace, console: Console) -> int:
     Returns:
         0.
     """
-    spec = with_overrides(load_spec(args.spec), episodes=args.episodes, seed=args.seed)
+    spec = with_overrides(
+        load_spec(args.spec), episodes=args.episodes, seed=args.seed, confirm=args.confirm
+    )
     if args.controllers is not None:
         spec = with_controllers(spec, parse_names(args.controllers))
     result = execute(spec, args, console, tables=False)

@@ -6,7 +6,12 @@ import argparse
 
 from rich.console import Console
 
-from opar_sim.cli.commands.common import add_run_flags, executor_config, out_dir
+from opar_sim.cli.commands.common import (
+    add_confirm_flag,
+    add_run_flags,
+    executor_config,
+    out_dir,
+)
 from opar_sim.cli.llm_costs import print_llm_costs
 from opar_sim.cli.render import progress_bar
 from opar_sim.cli.tables import outcome_table, summary_table
@@ -25,6 +30,7 @@ HELP = "run an experiment spec and write a run directory"
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The run flags, ``--controller`` (replaces the spec's controllers) and ``--agent`` kind."""
     add_run_flags(parser)
+    add_confirm_flag(parser)
     parser.add_argument("--controller", help="use this registered controller (see `list`)")
     parser.add_argument(
         "--agent",
@@ -96,6 +102,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
         seed=args.seed,
         controller=args.controller,
         agent=getattr(args, "agent", None),
+        confirm=args.confirm,
     )
     execute(spec, args, console)
     return 0

@@ -20,7 +20,7 @@ import orjson
 
 from opar_sim.core.types import EpisodeResult, StepRecord
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: outcomes split by the claim (abandoned); feasible, give_up
 
 EpisodeKey = tuple[str, int, int, int]
 
@@ -77,6 +77,7 @@ def step_row(result: EpisodeResult, rec: StepRecord) -> dict[str, Any]:
         "critique": ev.critique if ev else None,
         "signal": dec.signal.value if dec else None,
         "reason": dec.reason if dec else None,
+        "give_up": dec.give_up if dec else None,
         "terms": dec.terms if dec else {},
         "progress": rec.progress,
         "complete": rec.complete,
@@ -111,6 +112,7 @@ def episode_row(result: EpisodeResult) -> dict[str, Any]:
         "best_step": result.best_step,
         "final_progress": result.final_progress,
         "complete": result.complete,
+        "feasible": result.feasible,
         "prompt_tokens": c.prompt_tokens,
         "completion_tokens": c.completion_tokens,
         "tokens": c.tokens,
