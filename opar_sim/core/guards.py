@@ -7,7 +7,8 @@ result as in the previous two steps, a human-in-the-loop gate), each a small
 ``Guard``.  Guards that stop a run never override a TERMINATE the controller
 already chose: stopping is what it asked for, and its outcome (success,
 premature, gave_up) says more than a truncation would.  Only the human gate
-reviews TERMINATE.
+reviews TERMINATE, and the stop confirmation (``confirm``) holds one back until
+it has been decided on k Reflects in a row.
 """
 
 from __future__ import annotations
@@ -28,6 +29,38 @@ TERMINATE = ControlSignal.TERMINATE
 
 def _stop(reason: str) -> GuardAction:
     return GuardAction(TERMINATE, reason, truncate=True)
+
+
+class ConfirmStop:
+    """A completion claim stands only after ``k`` consecutive TERMINATE decisions.
+
+    Until the controller has decided TERMINATE on ``k`` Reflects in a row, its
+    TERMINATE becomes CONTINUE (reason ``confirm: i/k``); any other signal
+    resets the count.  ``k = 1`` changes nothing.  Listed first, so the other
+    guards see the confirmed decision.
+    """
+
+    name = "confirm"
+
+    def __init__(self, k: int = 2) -> None:
+        if k < 1:
+            raise ValueError(f"confirm needs k >= 1, got {k}")
+        self.k = k
+        self._streak = 0
+
+    def reset(self, rng: np.random.Generator) -> None:
+        """Forget the streak of TERMINATE decisions."""
+        self._streak = 0
+
+    def check(self, record: StepRecord, decision: Decision) -> GuardAction | None:
+        """Hold a TERMINATE as CONTINUE until it is the ``k``-th in a row."""
+        if decision.signal is not TERMINATE:
+            self._streak = 0
+            return None
+        self._streak += 1
+        if self._streak >= self.k:
+            return None
+        return GuardAction(ControlSignal.CONTINUE, f"confirm: {self._streak}/{self.k}")
 
 
 class MaxIterations:
@@ -255,6 +288,9 @@ class GuardsSpec(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
+    confirm: int | None = Field(
+        None, ge=1, description="consecutive TERMINATE decisions before a stop stands"
+    )
     max_iterations: int | None = Field(None, ge=1, description="stop after this many Reflects")
     time_budget: float | None = Field(None, gt=0, allow_inf_nan=False, description="simulated s")
     token_budget: int | None = Field(None, ge=1, description="prompt + completion tokens")
@@ -277,6 +313,8 @@ class GuardsSpec(BaseModel):
     def enabled(self) -> list[tuple[str, dict[str, Any]]]:
         """(registered guard name, its parameters) of each guard the table turns on, in order."""
         on: list[tuple[str, dict[str, Any]]] = []
+        if self.confirm is not None:
+            on.append(("confirm", {"k": self.confirm}))
         if self.max_iterations is not None:
             on.append(("max_iterations", {"limit": self.max_iterations}))
         if self.time_budget is not None:
@@ -304,6 +342,7 @@ class GuardsSpec(BaseModel):
 GUARDS: Registry[Guard] = Registry("guard")
 """The guards by the name of their ``[guards]`` key."""
 for _guard in (
+    ConfirmStop,
     MaxIterations,
     TimeBudget,
     TokenBudget,
