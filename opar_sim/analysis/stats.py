@@ -268,7 +268,7 @@ def mcnemar_exact(b: int, c: int) -> float:
     if n == 0:
         return 1.0
     tail = sum(math.comb(n, i) for i in range(min(b, c) + 1))
-    return min(1.0, 2 * tail / 2**n)
+    return float(min(1.0, 2 * tail / 2**n))
 
 
 def discordant(a: Sequence[bool], b: Sequence[bool]) -> tuple[int, int]:
@@ -321,9 +321,7 @@ def holm(pvalues: Sequence[float]) -> list[float]:
     return adjusted
 
 
-def paired_interval(
-    a: Sequence[float], b: Sequence[float], rng: np.random.Generator
-) -> Estimate:
+def paired_interval(a: Sequence[float], b: Sequence[float], rng: np.random.Generator) -> Estimate:
     """Mean of a − b over paired episodes (same index), with its paired bootstrap interval.
 
     Args:
