@@ -263,5 +263,5 @@ def shootout_figure(
     ax.set_xlabel("held-out success (95% Wilson interval)")
     ax.set_title(title)
     ax.grid(axis="x", alpha=0.3)
-    ax.legend(loc="lower left", fontsize="small")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small")
     return fig

@@ -160,6 +160,7 @@ def test_the_catalogue_lists_every_kind() -> None:
 
 def test_every_guards_key_builds_its_registered_guard() -> None:
     spec = GuardsSpec(
+        confirm=2,
         max_iterations=5,
         time_budget=60.0,
         token_budget=1000,
