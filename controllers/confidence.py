@@ -18,6 +18,8 @@ next_action).  The law:
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from controllers.base import PROGRESS_ACT, made_progress, require_unit
 from opar_sim.core.controller import ReflectContext
 from opar_sim.core.types import ControlSignal, Decision, Evaluation
@@ -27,6 +29,13 @@ class ConfidenceReflector:
     """confidence ≥ threshold → TERMINATE; information missing and no progress → REPLAN."""
 
     name = "confidence"
+
+    # the tunable space (searched by ``opar-sim shootout``)
+    SPACE: ClassVar[dict[str, tuple[float, float]]] = {
+        "threshold": (0.5, 0.99),
+        "progress_act": (0.1, 0.95),
+        "min_dwell": (1, 4),
+    }
 
     def __init__(
         self, threshold: float = 0.8, progress_act: float = PROGRESS_ACT, min_dwell: int = 1

@@ -10,6 +10,8 @@ plan is good and waits out a bad plan until the clock comes round.
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from controllers.base import require_unit
 from opar_sim.core.controller import ReflectContext
 from opar_sim.core.types import ControlSignal, Decision, Evaluation
@@ -19,6 +21,12 @@ class FixedInterval:
     """δ_task ≥ complete → TERMINATE; every `interval` steps under a plan → REPLAN."""
 
     name = "fixed_interval"
+
+    # the tunable space (searched by ``opar-sim shootout``)
+    SPACE: ClassVar[dict[str, tuple[float, float]]] = {
+        "interval": (1, 8),
+        "complete": (0.5, 0.99),
+    }
 
     def __init__(self, interval: int = 3, complete: float = 0.9) -> None:
         """Build the law.

@@ -8,6 +8,8 @@ It is the baseline every closed-loop law must beat.
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from opar_sim.core.controller import ReflectContext
 from opar_sim.core.types import ControlSignal, Decision, Evaluation
 
@@ -16,6 +18,10 @@ class OpenLoop:
     """Follow the first plan; TERMINATE when it is exhausted; never REPLAN."""
 
     name = "open_loop"
+
+    # nothing to tune: the law has no parameter (``opar-sim shootout`` searches only
+    # the shared stop confirmation for it)
+    SPACE: ClassVar[dict[str, tuple[float, float]]] = {}
 
     def reset(self) -> None:
         """Stateless: nothing to forget."""

@@ -16,6 +16,8 @@ replanning too little keeps bad plans, too much pays for plans and context.
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from controllers.base import require_unit
 from opar_sim.core.controller import ReflectContext, Truth, TruthProbe
 from opar_sim.core.types import ControlSignal, Decision, Evaluation
@@ -25,6 +27,9 @@ class Oracle:
     """Truth: complete → TERMINATE, infeasible → give up, plan quality < bound → REPLAN."""
 
     name = "oracle"
+
+    # the tunable space: the hidden plan quality below which a plan is bad
+    SPACE: ClassVar[dict[str, tuple[float, float]]] = {"plan_quality": (0.3, 0.95)}
 
     def __init__(self, plan_quality: float = 0.7) -> None:
         """Build the law; it must be handed a truth probe before its first decision.

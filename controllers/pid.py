@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import ClassVar
 
 from controllers.base import require_non_negative, require_unit
 from controllers.discrete_pid import DiscretePID
@@ -55,6 +56,16 @@ class CognitivePID(DiscretePID):
     """PID on e = 1 − δ_task: settled → TERMINATE, stalled → give up, u ≥ threshold → REPLAN."""
 
     name = "pid"
+
+    # the tunable space (searched by ``opar-sim shootout``): gains, relay and settling
+    SPACE: ClassVar[dict[str, tuple[float, float]]] = {
+        "kp": (0.2, 3.0),
+        "ki": (0.0, 0.2),
+        "kd": (0.0, 12.0),
+        "replan_threshold": (0.5, 2.5),
+        "settle_band": (0.02, 0.3),
+        "settle_count": (1, 3),
+    }
 
     def __init__(
         self,

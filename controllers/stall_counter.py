@@ -18,6 +18,8 @@ Progress is the evaluation's own verdict on the last step (δ_act ≥
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from controllers.base import PROGRESS_ACT, made_progress, require_unit
 from opar_sim.core.controller import ReflectContext
 from opar_sim.core.types import ControlSignal, Decision, Evaluation
@@ -27,6 +29,14 @@ class StallCounter:
     """N steps without progress → REPLAN; after M replans → give up; δ_task ≥ complete → stop."""
 
     name = "stall_counter"
+
+    # the tunable space (searched by ``opar-sim shootout``)
+    SPACE: ClassVar[dict[str, tuple[float, float]]] = {
+        "max_stalls": (1, 6),
+        "max_replans": (0, 6),
+        "complete": (0.5, 0.99),
+        "progress_act": (0.1, 0.95),
+    }
 
     def __init__(
         self,

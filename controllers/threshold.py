@@ -8,6 +8,8 @@ CONTINUE.  Stateless: a bare three-level relay on noisy readings.
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from controllers.base import require_unit
 from opar_sim.core.controller import ReflectContext
 from opar_sim.core.types import ControlSignal, Decision, Evaluation
@@ -17,6 +19,13 @@ class ThresholdReflector:
     """δ_task ≥ complete → TERMINATE; δ_plan > drift or δ_act < valid → REPLAN; else CONTINUE."""
 
     name = "threshold"
+
+    # the tunable space (searched by ``opar-sim shootout``)
+    SPACE: ClassVar[dict[str, tuple[float, float]]] = {
+        "threshold_complete": (0.5, 0.99),
+        "threshold_drift": (0.2, 1.0),
+        "threshold_valid": (0.0, 0.7),
+    }
 
     def __init__(
         self,

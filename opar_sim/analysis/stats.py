@@ -313,3 +313,99 @@ def paired_difference(
     """
     common = sorted(set(a) & set(b))
     return bootstrap_mean(np.array([a[i] - b[i] for i in common]), rng)
+
+
+def mcnemar_exact(b: int, c: int) -> float:
+    """The exact McNemar test of paired successes: a two-sided binomial test on discordant pairs.
+
+    ``b`` pairs succeeded under the first arm only and ``c`` under the second
+    only; under the null hypothesis each discordant pair falls either way with
+    chance 1/2, so p = min(1, 2·P(X ≤ min(b, c))) with X ~ Bin(b + c, 1/2).
+    The sum is taken in exact integer arithmetic.
+
+    Args:
+        b: Pairs where only the first arm succeeded.
+        c: Pairs where only the second arm succeeded.
+
+    Returns:
+        The two-sided p-value; 1 when there is no discordant pair.
+
+    Raises:
+        ValueError: when ``b`` or ``c`` is negative.
+    """
+    if b < 0 or c < 0:
+        raise ValueError(f"discordant counts must be >= 0, got b = {b}, c = {c}")
+    n = b + c
+    if n == 0:
+        return 1.0
+    tail = sum(math.comb(n, i) for i in range(min(b, c) + 1))
+    return float(min(1.0, 2 * tail / 2**n))
+
+
+def discordant(a: Sequence[bool], b: Sequence[bool]) -> tuple[int, int]:
+    """The discordant pair counts of two paired success vectors.
+
+    Args:
+        a: The first arm's successes, episode by episode.
+        b: The second arm's successes on the same episodes.
+
+    Returns:
+        (pairs where only ``a`` succeeded, pairs where only ``b`` succeeded).
+
+    Raises:
+        ValueError: when the vectors differ in length.
+    """
+    if len(a) != len(b):
+        raise ValueError(f"paired vectors differ in length: {len(a)} and {len(b)}")
+    only_a = sum(bool(x) and not bool(y) for x, y in zip(a, b, strict=True))
+    only_b = sum(bool(y) and not bool(x) for x, y in zip(a, b, strict=True))
+    return only_a, only_b
+
+
+def holm(pvalues: Sequence[float]) -> list[float]:
+    """Holm's step-down adjustment of p-values for multiple comparisons.
+
+    With the m p-values sorted ascending, the i-th (from 1) is multiplied by
+    m − i + 1, the running maximum is taken so the order is kept, and the result
+    is capped at 1.  Reject the hypotheses whose adjusted p is below α: this
+    controls the family-wise error rate at α.
+
+    Args:
+        pvalues: The raw p-values, in any order.
+
+    Returns:
+        The adjusted p-values, in the order given.
+
+    Raises:
+        ValueError: when a p-value is outside [0, 1].
+    """
+    for p in pvalues:
+        if not 0.0 <= p <= 1.0:
+            raise ValueError(f"a p-value must be in [0, 1], got {p}")
+    m = len(pvalues)
+    order = sorted(range(m), key=lambda i: pvalues[i])
+    adjusted = [0.0] * m
+    running = 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (m - rank) * pvalues[i]))
+        adjusted[i] = running
+    return adjusted
+
+
+def paired_interval(a: Sequence[float], b: Sequence[float], rng: np.random.Generator) -> Estimate:
+    """Mean of a − b over paired episodes (same index), with its paired bootstrap interval.
+
+    Args:
+        a: One value per episode of the first arm.
+        b: One value per episode of the second arm, in the same episode order.
+        rng: The generator of the bootstrap resamples.
+
+    Returns:
+        The mean difference with its 95 % percentile interval (``paired_difference``).
+
+    Raises:
+        ValueError: when the sequences differ in length.
+    """
+    if len(a) != len(b):
+        raise ValueError(f"paired sequences differ in length: {len(a)} and {len(b)}")
+    return paired_difference(dict(enumerate(a)), dict(enumerate(b)), rng)

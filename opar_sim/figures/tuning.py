@@ -221,3 +221,47 @@ def relay_figure(
     ax_c.grid(alpha=0.3)
     fig.suptitle(title)
     return fig
+
+
+def shootout_figure(
+    names: Sequence[str],
+    rates: Sequence[float],
+    intervals: Sequence[tuple[float, float]],
+    ranks: Sequence[int],
+    title: str,
+) -> Figure:
+    """Held-out success with its 95 % interval per contender, coloured by rank (ties alike).
+
+    Args:
+        names: The contenders, best first.
+        rates: Their held-out success rates.
+        intervals: Their 95 % (low, high) success intervals.
+        ranks: Their tie-aware ranks (equal ranks share a colour).
+        title: The figure's title.
+
+    Returns:
+        The figure, not yet saved (``style.save`` writes it).
+    """
+    fig, ax = plt.subplots(figsize=(7.5, 0.5 * len(names) + 1.6), layout="constrained")
+    y = np.arange(len(names))[::-1]
+    rate = np.asarray(rates, dtype=float)
+    lo = np.asarray([i[0] for i in intervals], dtype=float)
+    hi = np.asarray([i[1] for i in intervals], dtype=float)
+    palette = plt.get_cmap("tab10")
+    for k, rank in enumerate(sorted(set(ranks))):
+        pick = np.asarray([r == rank for r in ranks])
+        ax.errorbar(
+            rate[pick],
+            y[pick],
+            xerr=[np.clip(rate - lo, 0, None)[pick], np.clip(hi - rate, 0, None)[pick]],
+            fmt="o",
+            capsize=4,
+            color=palette(k % 10),
+            label=f"rank {rank}",
+        )
+    ax.set_yticks(y, list(names))
+    ax.set_xlabel("held-out success (95% Wilson interval)")
+    ax.set_title(title)
+    ax.grid(axis="x", alpha=0.3)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small")
+    return fig

@@ -11,6 +11,11 @@ import pytest
 
 from opar_sim.analysis.stats import (
     bootstrap_mean,
+    discordant,
+    holm,
+    mcnemar_exact,
+    paired_difference,
+    paired_interval,
     pass_hat_k,
     pass_hat_ks,
     success_histogram,
@@ -106,3 +111,66 @@ def test_to_frame_names_the_missing_dependency(monkeypatch):
     monkeypatch.setitem(sys.modules, "pandas", None)
     with pytest.raises(ImportError, match=r"pip install 'opar-sim\[analysis\]'"):
         success_rate(1, 2).to_frame()
+
+
+def test_mcnemar_exact_hand_values():
+    assert mcnemar_exact(0, 0) == 1.0
+    assert mcnemar_exact(0, 5) == 2 / 32  # 2·P(X = 0), X ~ Bin(5, 1/2)
+    assert mcnemar_exact(1, 5) == 14 / 64  # 2·(1 + 6) / 2^6
+    assert mcnemar_exact(5, 1) == 14 / 64  # symmetric
+    assert mcnemar_exact(3, 3) == 1.0  # capped at 1
+
+
+@pytest.mark.parametrize(
+    ("b", "c"), [(0, 1), (1, 1), (2, 9), (9, 2), (10, 11), (17, 40), (40, 17), (3, 120), (250, 300)]
+)
+def test_mcnemar_exact_is_scipy_two_sided_binomial_test(b, c):
+    scipy_stats = pytest.importorskip("scipy.stats")
+    expected = scipy_stats.binomtest(min(b, c), b + c, 0.5, alternative="two-sided").pvalue
+    assert mcnemar_exact(b, c) == pytest.approx(expected, rel=1e-12, abs=1e-300)
+
+
+def test_mcnemar_rejects_negative_counts():
+    with pytest.raises(ValueError, match="discordant"):
+        mcnemar_exact(-1, 3)
+
+
+def test_discordant_counts_pairs_won_by_one_arm_only():
+    a = [True, True, False, False, True, False]
+    b = [True, False, True, False, False, False]
+    assert discordant(a, b) == (2, 1)
+    with pytest.raises(ValueError, match="length"):
+        discordant([True], [True, False])
+
+
+def test_holm_hand_computed_example():
+    # sorted 1/32, 1/16, 1/8, 1/4 -> ×4, ×3, ×2, ×1 = 1/8, 3/16, 1/4, 1/4 (already increasing)
+    assert holm([0.0625, 0.25, 0.125, 0.03125]) == [0.1875, 0.25, 0.25, 0.125]
+    # the running maximum keeps the order: 1/16·2 = 1/8 > 5/64·1
+    assert holm([0.0625, 0.078125]) == [0.125, 0.125]
+    # capped at 1
+    assert holm([0.5, 0.75]) == [1.0, 1.0]
+    assert holm([]) == []
+    with pytest.raises(ValueError, match="p-value"):
+        holm([1.5])
+
+
+def test_holm_matches_the_textbook_order_statistics_formula():
+    p = [0.01, 0.04, 0.03, 0.005]
+    m = len(p)
+    srt = sorted(p)
+    expected_sorted = [max(min(1.0, (m - j) * srt[j]) for j in range(i + 1)) for i in range(m)]
+    got = holm(p)
+    assert sorted(got) == expected_sorted
+    assert [got[p.index(v)] for v in srt] == expected_sorted
+
+
+def test_paired_interval_is_paired_difference_by_episode_index():
+    a = [1.0, 0.0, 1.0, 1.0, 0.0, 1.0]
+    b = [0.0, 0.0, 1.0, 0.0, 0.0, 1.0]
+    got = paired_interval(a, b, np.random.default_rng(3))
+    want = paired_difference(dict(enumerate(a)), dict(enumerate(b)), np.random.default_rng(3))
+    assert got == want
+    assert got.mean == 2 / 6
+    with pytest.raises(ValueError, match="length"):
+        paired_interval([1.0], [1.0, 2.0], np.random.default_rng(0))

@@ -183,6 +183,33 @@ def test_confidence_guard_forces_terminate_without_truncating():
     assert action is not None and action.signal is TERMINATE and not action.truncate
 
 
+def test_confirm_holds_a_terminate_until_k_in_a_row_and_resets_on_any_other_signal():
+    guard = fresh(ConfirmStop(3))
+    replan = Decision(REPLAN, "controller", {})
+    held = [guard.check(record(step=s), d) for s, d in enumerate([STOPPING, STOPPING], 1)]
+    assert [(a.signal, a.reason, a.truncate) for a in held] == [
+        (CONTINUE, "confirm: 1/3", False),
+        (CONTINUE, "confirm: 2/3", False),
+    ]
+    assert guard.check(record(step=3), replan) is None  # resets the count
+    assert guard.check(record(step=4), STOPPING).reason == "confirm: 1/3"
+    assert guard.check(record(step=5), GOING) is None
+    assert [guard.check(record(step=s), STOPPING) for s in (6, 7, 8)][-1] is None  # 3rd stands
+    assert fresh(ConfirmStop(1)).check(record(), STOPPING) is None
+    fresh(guard)
+    assert guard.check(record(), STOPPING).reason == "confirm: 1/3"
+
+
+def test_confirm_is_a_guards_key_that_builds_the_confirm_guard():
+    base = {"name": "c", "episodes": 20, "controller": {"name": "threshold"}}
+    once = parse_spec(base)
+    twice = parse_spec(base | {"guards": {"confirm": 2}})
+    assert twice.guards.supervisor() is not None
+    assert [g.name for g in twice.guards.guards()] == ["confirm"]
+    assert twice.model_dump()["guards"]["confirm"] == 2
+    assert once.guards.confirm is None
+
+
 def test_repeated_action_and_result_forces_a_replan_then_stops_as_stuck():
     guard = fresh(RepeatedAction(persist=1))
     first = [guard.check(record(step=s), GOING) for s in (1, 2)]
@@ -326,12 +353,14 @@ def test_guards_table_builds_a_supervisor_in_a_fixed_order():
                 "token_spike": 3.0,
                 "no_improvement": 3,
                 "max_iterations": 8,
+                "confirm": 2,
             },
         }
     )
     supervisor = spec.guards.supervisor()
     assert supervisor is not None
     assert [g.name for g in supervisor.guards] == [
+        "confirm",
         "max_iterations",
         "token_spike",
         "no_improvement",
@@ -347,6 +376,7 @@ def test_guards_table_builds_a_supervisor_in_a_fixed_order():
     [
         ({"colour": 1}, "guards.colour: unknown key"),
         ({"no_improvement": 0}, "guards.no_improvement"),
+        ({"confirm": 0}, "guards.confirm"),
         ({"confidence": 1.5}, "guards.confidence"),
         ({"token_spike": 0.5}, "guards.token_spike"),
         ({"time_budget": -1.0}, "guards.time_budget"),

@@ -7,6 +7,7 @@ A command module defines ``NAME``, ``HELP``, ``add_arguments(parser)`` and
 from types import ModuleType
 
 from opar_sim.cli.commands import (
+    ablate_cmd,
     calibrate_cmd,
     compare_cmd,
     doctor_cmd,
@@ -16,6 +17,7 @@ from opar_sim.cli.commands import (
     replay_cmd,
     report_cmd,
     run_cmd,
+    shootout_cmd,
     study_cmd,
     sweep_cmd,
     tune_cmd,
@@ -34,6 +36,8 @@ COMMANDS: tuple[ModuleType, ...] = (
     calibrate_cmd,
     replay_cmd,
     study_cmd,
+    shootout_cmd,
+    ablate_cmd,
 )
 
 __all__ = ["COMMANDS"]

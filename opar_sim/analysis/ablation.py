@@ -1,0 +1,218 @@
+"""Ablation of the cognitive PID: its terms switched off one by one, paired against the full law.
+
+The variants (``VARIANTS``) keep the spec's PID (its gains, relay, band) and
+set some gains to zero:
+
+* ``PID`` — the full law (kp, ki, kd as given);
+* ``PI`` — kd = 0 (no trend term);
+* ``PD`` — ki = 0 (no accumulated error);
+* ``P`` — ki = kd = 0;
+* ``I`` — kp = kd = 0 (the accumulated error alone).
+
+Each runs with and without the stop confirmation built into the PID's
+settling: ``settle_count`` 2 (two consecutive readings inside the band) and 1
+(one reading).  The reference is the full law with ``settle_count = 2``.
+Every arm runs on the same held-out episodes (common random numbers); each is
+paired against the reference: success difference with the exact McNemar p
+(Holm-adjusted over the arms), objective and token differences with paired
+bootstrap 95 % intervals.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from opar_sim.analysis.stats import (
+    Estimate,
+    discordant,
+    holm,
+    mcnemar_exact,
+    paired_interval,
+    wilson_interval,
+)
+from opar_sim.experiment.spec import Objective
+
+HOLDOUT_SEED = 1_000_003
+# name -> the gains set to zero
+VARIANTS: dict[str, tuple[str, ...]] = {
+    "PID": (),
+    "PI": ("kd",),
+    "PD": ("ki",),
+    "P": ("ki", "kd"),
+    "I": ("kp", "kd"),
+}
+SETTLE_COUNTS = (2, 1)
+REFERENCE = ("PID", 2)
+
+
+@dataclass(frozen=True)
+class Arm:
+    """One ablation arm: a variant and a settle count, as dotted-path changes of the spec."""
+
+    variant: str
+    settle_count: int
+    changes: dict[str, float]
+
+    @property
+    def label(self) -> str:
+        """E.g. ``PI, settle 1``."""
+        return f"{self.variant}, settle {self.settle_count}"
+
+
+@dataclass
+class ArmResult:
+    """One arm's held-out result and its paired differences against the full law."""
+
+    arm: Arm
+    gains: dict[str, float]
+    n: int
+    success: float
+    success_ci95: tuple[float, float]
+    mean_tokens: float
+    objective: float
+    success_diff: float  # arm − reference
+    discordant: tuple[int, int]  # (only the arm, only the reference)
+    p_mcnemar: float
+    p_holm: float
+    objective_diff: Estimate
+    tokens_diff: Estimate
+
+
+def arms() -> list[Arm]:
+    """Every variant × settle count, the reference first."""
+    out = []
+    for variant, zeroed in VARIANTS.items():
+        for count in SETTLE_COUNTS:
+            changes: dict[str, float] = {f"controller.params.{g}": 0.0 for g in zeroed}
+            changes["controller.params.settle_count"] = count
+            out.append(Arm(variant, count, changes))
+    out.sort(key=lambda a: (a.variant, a.settle_count) != REFERENCE)
+    return out
+
+
+def pid_data(data: Mapping[str, Any]) -> dict[str, Any]:
+    """Spec data that runs the spec's PID alone (its ``[controller]`` or ``[[compare]]`` entry).
+
+    Args:
+        data: The spec's data (``spec.model_dump()``).
+
+    Returns:
+        A new data dict with ``controller = pid`` and its params; ``compare``,
+        ``sweep`` and ``tune`` dropped.
+    """
+    params: dict[str, Any] = {}
+    for entry in [data.get("controller") or {}, *(data.get("compare") or [])]:
+        if entry.get("name") == "pid":
+            params = dict(entry.get("params") or {})
+            break
+    out = {k: v for k, v in data.items() if k not in ("compare", "sweep", "tune")}
+    out["controller"] = {"name": "pid", "params": params}
+    return out
+
+
+def gains_of(
+    params: Mapping[str, Any], arm: Arm, defaults: Mapping[str, float]
+) -> dict[str, float]:
+    """The arm's kp, ki, kd: the spec's (or the law's defaults) with the arm's zeros."""
+    gains = {g: float(params.get(g, defaults[g])) for g in ("kp", "ki", "kd")}
+    for path, value in arm.changes.items():
+        key = path.rsplit(".", 1)[-1]
+        if key in gains:
+            gains[key] = value
+    return gains
+
+
+def score_arms(
+    results: Sequence[tuple[Arm, dict[str, float], list[dict[str, Any]]]],
+    objective: Objective,
+    seed: int = HOLDOUT_SEED,
+) -> list[ArmResult]:
+    """Pair every arm against the reference (the first) on the same episodes.
+
+    Args:
+        results: (arm, its gains, its episode rows), the reference first.
+        objective: The per-episode objective.
+        seed: The bootstrap generator's seed.
+
+    Returns:
+        One result per arm, in the order given; the reference's differences are zero.
+
+    Raises:
+        ValueError: when the arms were not run on the same episodes.
+    """
+    ordered = [sorted(rows, key=lambda r: int(r["episode"])) for _, _, rows in results]
+    episodes = [int(r["episode"]) for r in ordered[0]]
+    if any([int(r["episode"]) for r in rows] != episodes for rows in ordered):
+        raise ValueError("the arms were not run on the same episodes")
+    wins = [[bool(r["success"]) for r in rows] for rows in ordered]
+    scores = [[objective.episode_score(r) for r in rows] for rows in ordered]
+    tokens = [[float(r["tokens"]) for r in rows] for rows in ordered]
+    counts = [discordant(w, wins[0]) for w in wins[1:]]
+    raw = [mcnemar_exact(*c) for c in counts]
+    adjusted = holm(raw)
+    n = len(episodes)
+    out = []
+    for k, (arm, gains, _) in enumerate(results):
+        rate = float(np.mean(wins[k]))
+        out.append(
+            ArmResult(
+                arm=arm,
+                gains=gains,
+                n=n,
+                success=rate,
+                success_ci95=wilson_interval(sum(wins[k]), n),
+                mean_tokens=float(np.mean(tokens[k])),
+                objective=float(np.mean(scores[k])),
+                success_diff=rate - float(np.mean(wins[0])),
+                discordant=(0, 0) if k == 0 else counts[k - 1],
+                p_mcnemar=1.0 if k == 0 else raw[k - 1],
+                p_holm=1.0 if k == 0 else adjusted[k - 1],
+                objective_diff=paired_interval(scores[k], scores[0], np.random.default_rng(seed)),
+                tokens_diff=paired_interval(tokens[k], tokens[0], np.random.default_rng(seed)),
+            )
+        )
+    return out
+
+
+def ablation_json(
+    results: Sequence[ArmResult], episodes: int, seed: int, objective: Objective
+) -> dict[str, Any]:
+    """ablation.json: the protocol and every arm against the full law."""
+
+    def estimate(e: Estimate) -> dict[str, float]:
+        return {"mean": e.mean, "low": e.low, "high": e.high}
+
+    return {
+        "protocol": {
+            "holdout_seed": seed,
+            "episodes": episodes,
+            "reference": f"{REFERENCE[0]}, settle {REFERENCE[1]}",
+            "variants": {k: list(v) for k, v in VARIANTS.items()},
+            "settle_counts": list(SETTLE_COUNTS),
+            "objective": objective.model_dump(),
+        },
+        "arms": [
+            {
+                "arm": r.arm.label,
+                "variant": r.arm.variant,
+                "settle_count": r.arm.settle_count,
+                "gains": r.gains,
+                "success": r.success,
+                "success_ci95": list(r.success_ci95),
+                "mean_tokens": r.mean_tokens,
+                "objective": r.objective,
+                "success_diff": r.success_diff,
+                "only_arm": r.discordant[0],
+                "only_reference": r.discordant[1],
+                "p_mcnemar": r.p_mcnemar,
+                "p_holm": r.p_holm,
+                "objective_diff": estimate(r.objective_diff),
+                "tokens_diff": estimate(r.tokens_diff),
+            }
+            for r in results
+        ],
+    }
