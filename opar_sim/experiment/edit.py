@@ -123,7 +123,8 @@ def with_overrides(
         changes["episodes"] = episodes
     if seed is not None:
         changes["seed"] = seed
-    if controller is not None and controller != spec.controller.name:
+    # a spec comparing several laws runs only the named one: the override is never skipped
+    if controller is not None and (controller != spec.controller.name or spec.compare):
         changes |= {"controller": {"name": controller, "params": {}}, "compare": []}
     if confirm is not None and confirm != spec.guards.confirm:
         changes["guards.confirm"] = confirm

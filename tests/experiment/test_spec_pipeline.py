@@ -75,3 +75,9 @@ def test_a_25_point_sweep_builds_each_spec_once_per_process(tmp_path, monkeypatc
     assert sorted(builds) == sorted(["grid", *(p.name for _, p in points)])
     assert set(builds.values()) == {1}  # every point once: parent and worker share the cache
     assert sum(builds.values()) == 26
+
+
+def test_a_controller_override_runs_only_that_controller_even_when_it_is_the_default():
+    spec = parse_spec({"name": "x", "compare": [{"name": "pid"}, {"name": "threshold"}]})
+    assert [c.name for c in spec.controller_list()] == ["pid", "threshold"]
+    assert [c.name for c in with_overrides(spec, controller="pid").controller_list()] == ["pid"]
