@@ -5,6 +5,7 @@ controller follows the ``Controller`` protocol: ``reset()`` and
 ``decide(evaluation, ctx) -> Decision``; ``check_controller`` checks it.
 """
 
+from controllers.bang_bang import BangBang
 from controllers.checker import ControllerCheckError, check_controller
 from controllers.confidence import ConfidenceReflector
 from controllers.discrete_pid import DiscretePID
@@ -24,8 +25,10 @@ register("open_loop", OpenLoop)
 register("fixed_interval", FixedInterval)
 register("stall_counter", StallCounter)
 register("oracle", Oracle)
+register("bang_bang", BangBang)
 
 __all__ = [
+    "BangBang",
     "CognitivePID",
     "ConfidenceReflector",
     "Controller",

@@ -1,17 +1,26 @@
 """The oracle: a decision law that reads the task's hidden state.
 
 No real controller can see the hidden state; this one is declared to read it
-(``TruthReader``: the loop hands it the episode's truth probe), to give the upper
-bound every other law's regret is measured against.  It stops exactly when
-the task is complete, gives up exactly when the task is infeasible, and
-replans exactly when the current plan is bad: its hidden quality (the chance a
-step is the expert's action) is below ``plan_quality``.  It is blind only to
-what no controller can change: the luck of the next plan's draw and of the
-tools.
+(``TruthReader``: the loop hands it the episode's truth probe).  It is a
+strong hidden-state heuristic, not a bound: other laws still succeed on some
+episodes where it fails (the Bayes-optimal law is a later issue's).  It
+stops exactly when the task is complete, gives up exactly when the task is
+infeasible, and replans when the current plan is bad: its *effective*
+quality — the chance the agent's next step is the expert's action, context
+decay and memory loss included, as the agent reports it
+(``Truth.quality``; the drawn quality for an agent that cannot report it) —
+is below ``plan_quality``.  It is blind to the luck of the next plan's draw
+and of the tools, and it does not weigh that a fresh plan decays with the
+same context.
 
-The default bound 0.7 was measured, not guessed: on flight_booking (seed 0,
-300 episodes) bounds 0.3, 0.5, 0.7, 0.9 give 82 %, 91 %, 95 %, 89 % success —
-replanning too little keeps bad plans, too much pays for plans and context.
+The default bound 0.55 was fitted on tuning seeds only: on flight_booking,
+seeds 100..199 × 300 episodes, bounds 0.3, 0.4, 0.5, 0.55, 0.6, 0.65, 0.7,
+0.8, 0.9 give 87.43, 91.25, 93.49, 93.94, 93.88, 93.68, 93.07, 90.40,
+84.40 % success (the evaluation seeds 0..3 were not used).  Reading the
+effective quality is honest but not better: the former rule (the drawn
+quality below 0.7) succeeds on 95.44 % of the same episodes, because a
+REPLAN does not cure context decay — the fresh plan decays with the same
+context, and its tokens add to it.
 """
 
 from __future__ import annotations
@@ -24,18 +33,18 @@ from opar_sim.core.types import ControlSignal, Decision, Evaluation
 
 
 class Oracle:
-    """Truth: complete → TERMINATE, infeasible → give up, plan quality < bound → REPLAN."""
+    """Truth: complete → TERMINATE, infeasible → give up, effective quality < bound → REPLAN."""
 
     name = "oracle"
 
-    # the tunable space: the hidden plan quality below which a plan is bad
+    # the tunable space: the effective plan quality below which a plan is bad
     SPACE: ClassVar[dict[str, tuple[float, float]]] = {"plan_quality": (0.3, 0.95)}
 
-    def __init__(self, plan_quality: float = 0.7) -> None:
+    def __init__(self, plan_quality: float = 0.55) -> None:
         """Build the law; it must be handed a truth probe before its first decision.
 
         Args:
-            plan_quality: The hidden plan quality below which a plan is bad (REPLAN).
+            plan_quality: The effective plan quality below which a plan is bad (REPLAN).
         """
         require_unit(plan_quality=plan_quality)
         self.plan_quality = plan_quality
@@ -56,7 +65,8 @@ class Oracle:
             ctx: Ignored.
 
         Returns:
-            The decision, with terms ``progress`` and ``plan_quality`` (both hidden truth).
+            The decision, with terms ``progress`` and ``plan_quality`` (the effective
+            quality read; both hidden truth).
 
         Raises:
             RuntimeError: If no truth probe was bound (``bind_truth``).
@@ -64,13 +74,13 @@ class Oracle:
         if self._truth is None:
             raise RuntimeError("the oracle needs the episode's truth probe (bind_truth)")
         truth: Truth = self._truth()
-        terms = {"progress": truth.progress, "plan_quality": truth.plan_quality}
+        terms = {"progress": truth.progress, "plan_quality": truth.quality}
         if truth.complete:
             return Decision(ControlSignal.TERMINATE, "task complete (truth)", terms)
         if not truth.feasible:
             return Decision(
                 ControlSignal.TERMINATE, "give up: task infeasible (truth)", terms, give_up=True
             )
-        if truth.plan_quality < self.plan_quality:
+        if truth.quality < self.plan_quality:
             return Decision(ControlSignal.REPLAN, "plan is bad (truth)", terms)
         return Decision(ControlSignal.CONTINUE, "plan is good (truth)", terms)

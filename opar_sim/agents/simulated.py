@@ -169,6 +169,21 @@ class SimulatedAgent:
             bound += self.context.tokens + growth + 2 * p.memory_tokens
         return bound
 
+    def effective_quality(self, plan: Plan) -> float:
+        """The chance the next step under ``plan`` is the expert's, with the context as it is now.
+
+        The plan's drawn quality, scaled by 1 − ``memory_quality_loss`` once memory
+        was summarised, then by 1 − ``context_decay`` · (tokens − knee) / knee past
+        ``context_knee`` tokens, floored at ``quality_floor`` (the truth probe reads it).
+
+        Args:
+            plan: The plan in force.
+
+        Returns:
+            The effective quality in [0, 1].
+        """
+        return self._quality(plan)
+
     def _quality(self, plan: Plan) -> float:
         p = self.params
         quality = plan.quality

@@ -5,8 +5,9 @@ Each recorded step carries everything a controller reads (the whole
 ``ReflectContext``: ``plan_age``, ``plan_exhausted``, ``replans``; ``dt`` is
 the time since the previous step's ``time``, as the loop computes it) and the
 hidden truth the oracle's probe reads at that Reflect (``progress``,
-``complete``, ``feasible``, ``plan_quality``).  The new controller is fed the
-steps one by one.  Under common random numbers its own run would be the
+``complete``, ``feasible``, ``plan_quality``, ``effective_quality``; a run
+recorded before the last has the oracle read ``plan_quality`` instead).  The
+new controller is fed the steps one by one.  Under common random numbers its own run would be the
 recorded one for as long as it makes the recorded decisions (the agent, the
 tools and the world draw from streams that only those decisions steer, and
 the controller's own state is built from the same inputs), so:
@@ -120,6 +121,7 @@ def truth_of(row: dict[str, Any]) -> Truth:
         bool(row["complete"]),
         bool(row["feasible"]),
         float(row["plan_quality"]),
+        None if row.get("effective_quality") is None else float(row["effective_quality"]),
     )
 
 

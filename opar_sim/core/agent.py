@@ -104,3 +104,26 @@ class LogsCalls(Protocol):
     def drain_calls(self) -> list[dict[str, Any]]:
         """The calls made since the last drain, oldest first; the log is emptied."""
         ...
+
+
+@runtime_checkable
+class ReportsEffectiveQuality(Protocol):
+    """An agent that can say how good a plan's steps are now (the simulated agent).
+
+    The plan's hidden quality is the chance a step is the expert's action when
+    the plan is fresh; the effective quality is that chance as the agent would
+    act now, after the losses it knows of (context decay past its knee, details
+    lost to a memory summary).  The truth probe reads it; an agent without it
+    is taken to act with the plan's quality.
+    """
+
+    def effective_quality(self, plan: Plan) -> float:
+        """The chance that the agent's next step under ``plan`` is the expert's action.
+
+        Args:
+            plan: The plan in force.
+
+        Returns:
+            A probability in [0, 1].
+        """
+        ...

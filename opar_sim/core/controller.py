@@ -18,12 +18,25 @@ from opar_sim.core.types import Decision, Evaluation
 
 @dataclass(slots=True, frozen=True)
 class Truth:
-    """Hidden ground truth; only the oracle controller may read it."""
+    """Hidden ground truth; only the oracle controller may read it.
+
+    ``plan_quality`` is the plan's drawn quality; ``effective_quality`` the chance
+    the agent's next step is the expert's action given what it has lost since
+    (context decay, memory summaries), as the agent reports it
+    (``ReportsEffectiveQuality``).  ``None`` when it was not read (a truth built
+    by hand, a replay of a run recorded before the field): read ``quality``.
+    """
 
     progress: float
     complete: bool
     feasible: bool
     plan_quality: float
+    effective_quality: float | None = None
+
+    @property
+    def quality(self) -> float:
+        """The effective quality when it was read, else the plan's drawn quality."""
+        return self.plan_quality if self.effective_quality is None else self.effective_quality
 
 
 @dataclass(slots=True, frozen=True)

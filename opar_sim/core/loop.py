@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import simpy
 
-from opar_sim.core.agent import Agent, AgentAbort
+from opar_sim.core.agent import Agent, AgentAbort, ReportsEffectiveQuality
 from opar_sim.core.controller import Controller, ReflectContext, Truth, TruthReader
 from opar_sim.core.guardrail import Guardrail
 from opar_sim.core.limits import Limits
@@ -202,6 +202,7 @@ def _opar(
             replans=cost.replans,
         )
         last_reflect = now
+        effective = _effective_quality(agent, plan)  # what the probe reads at this Reflect
         decision = controller.decide(evaluation, ctx)
         record = StepRecord(
             step=t,
@@ -226,6 +227,7 @@ def _opar(
             replans=ctx.replans,
             complete=task.complete,
             feasible=task.feasible,
+            effective_quality=effective,
         )
         run.steps.append(record)
         if supervisor is not None:
@@ -268,7 +270,7 @@ def _start(
     agent.reset(task, rngs.agent, cost)
     controller.reset()
     run = _Run([])
-    probe = _Probe(task, run)
+    probe = _Probe(task, run, agent)
     if isinstance(controller, TruthReader):  # only a law declared to read the hidden state
         controller.bind_truth(probe)
     return rngs, cost, run, probe
@@ -277,16 +279,26 @@ def _start(
 class _Probe:
     """The truth probe of one episode: the hidden state now, for what declares it needs it."""
 
-    __slots__ = ("run", "task")
+    __slots__ = ("agent", "run", "task")
 
-    def __init__(self, task: Task, run: _Run) -> None:
+    def __init__(self, task: Task, run: _Run, agent: Agent) -> None:
         self.task = task
         self.run = run
+        self.agent = agent
 
     def __call__(self) -> Truth:
         task, plan = self.task, self.run.plan
-        quality = plan.quality if plan is not None else 0.0
-        return Truth(task.progress, task.complete, task.feasible, quality)
+        if plan is None:
+            return Truth(task.progress, task.complete, task.feasible, 0.0, 0.0)
+        quality = _effective_quality(self.agent, plan)
+        return Truth(task.progress, task.complete, task.feasible, plan.quality, quality)
+
+
+def _effective_quality(agent: Agent, plan: Plan) -> float:
+    """The plan's effective quality as the agent reports it; its drawn quality if it cannot."""
+    if isinstance(agent, ReportsEffectiveQuality):
+        return agent.effective_quality(plan)
+    return plan.quality
 
 
 def _finish(

@@ -230,6 +230,9 @@ class StepRecord:
     # change within an episode: fares rise, a budget runs out)
     complete: bool = False
     feasible: bool = True
+    # the plan's effective quality at the Reflect (context decay included), as the
+    # agent reported it to the truth probe (``plan_quality`` when it cannot)
+    effective_quality: float = 0.0
 
 
 @dataclass(slots=True)

@@ -84,8 +84,11 @@ def test_stall_counter_is_magentic_ones_ledger():
     [
         (Truth(1.0, True, True, 0.1), TERMINATE, "task complete (truth)"),
         (Truth(0.3, False, False, 0.9), TERMINATE, "give up: task infeasible (truth)"),
-        (Truth(0.5, False, True, 0.69), REPLAN, "plan is bad (truth)"),
-        (Truth(0.5, False, True, 0.7), CONTINUE, "plan is good (truth)"),
+        (Truth(0.5, False, True, 0.54), REPLAN, "plan is bad (truth)"),
+        (Truth(0.5, False, True, 0.55), CONTINUE, "plan is good (truth)"),
+        # the effective quality (context decay included) is read when the probe has it
+        (Truth(0.5, False, True, 0.9, 0.54), REPLAN, "plan is bad (truth)"),
+        (Truth(0.5, False, True, 0.3, 0.55), CONTINUE, "plan is good (truth)"),
     ],
 )
 def test_oracle_reads_the_hidden_state_not_the_evaluation(truth, signal, reason):
@@ -95,6 +98,35 @@ def test_oracle_reads_the_hidden_state_not_the_evaluation(truth, signal, reason)
     law.bind_truth(lambda: truth)
     decision = law.decide(misleading, ctx())
     assert (decision.signal, decision.reason) == (signal, reason)
+
+
+def test_the_probe_reads_the_simulated_agents_effective_quality():
+    """Past the context knee the effective quality is q·(1 − decay·excess/knee), recorded."""
+    agent = SimulatedAgent(context_knee=1000, context_decay=0.5, quality_floor=0.05)
+    law = controllers.make("oracle")
+    result = run_episode(
+        environments.make("flight_booking"), agent, law, Limits(), episode_seed(0, 3)
+    )
+    decayed = 0
+    for rec in result.steps:
+        excess = rec.context_tokens - 1000
+        expected = rec.plan_quality
+        if excess > 0:
+            expected = max(0.05, rec.plan_quality * (1.0 - 0.5 * excess / 1000))
+        assert rec.effective_quality == expected
+        assert rec.decision.terms["plan_quality"] == rec.effective_quality
+        decayed += rec.effective_quality < rec.plan_quality
+    assert decayed > 0
+
+
+def test_an_agent_that_cannot_report_it_leaves_the_drawn_quality():
+    from opar_sim.core.loop import _effective_quality
+    from opar_sim.core.types import Plan
+
+    plan = Plan(1, (), 0.42, 1)
+    assert _effective_quality(object(), plan) == 0.42  # type: ignore[arg-type]
+    agent = SimulatedAgent()
+    assert _effective_quality(agent, plan) == 0.42  # a short context: no decay yet
 
 
 def test_oracle_gives_up_on_an_infeasible_task_at_the_first_reflect():

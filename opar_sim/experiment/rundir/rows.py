@@ -62,6 +62,7 @@ def step_row(result: EpisodeResult, rec: StepRecord) -> dict[str, Any]:
         "world_changed": rec.observation.world_changed,
         "plan_id": rec.plan_id,
         "plan_quality": rec.plan_quality,
+        "effective_quality": rec.effective_quality,
         "action": action.label() if action else None,
         "tool": action.tool if action else None,
         "expert": rec.expert,
