@@ -637,7 +637,9 @@ def format_value(result: ClaimResult) -> tuple[str, str]:
     return f"{v.value:{fmt}}", f"{v.low:{fmt}} to {v.high:{fmt}}"
 
 
-def claims_json(results: Sequence[ClaimResult], seeds: Sequence[int], episodes: int) -> dict[str, Any]:
+def claims_json(
+    results: Sequence[ClaimResult], seeds: Sequence[int], episodes: int
+) -> dict[str, Any]:
     """What claims.json holds."""
     return {
         "seeds": list(seeds),
