@@ -9,6 +9,7 @@ from types import ModuleType
 from opar_sim.cli.commands import (
     ablate_cmd,
     calibrate_cmd,
+    claims_cmd,
     compare_cmd,
     doctor_cmd,
     list_cmd,
@@ -38,6 +39,7 @@ COMMANDS: tuple[ModuleType, ...] = (
     study_cmd,
     shootout_cmd,
     ablate_cmd,
+    claims_cmd,
 )
 
 __all__ = ["COMMANDS"]
