@@ -293,6 +293,11 @@ def claims() -> list[Claim]:
     cmp = {n: _c(CMP, n) for n in ("pid", "threshold", "confidence", "fixed_interval")}
     cmp_thr2 = Arm(CMP, CONFIRM2, "threshold")
     fb_pid = Arm("experiments/flight_booking.toml")
+    relay = Arm(
+        "experiments/flight_booking.toml",
+        {"controller": {"name": "bang_bang", "params": {}}},
+        "bang_bang",
+    )
     inf = "experiments/flight_booking_infeasible.toml"
     rqa = "experiments/research_qa_faults.toml"
     reb = "experiments/context_rebound.toml"
@@ -353,6 +358,21 @@ def claims() -> list[Claim]:
             "The PID succeeds more often than Magentic-One's stall counter.",
             {"pid": fb["pid"], "stall_counter": fb["stall_counter"]},
             difference("pid", "stall_counter"),
+        ),
+        Claim(
+            "bang_bang_chatters",
+            "bang_bang, a Reflect with no damping (a pure relay on the error), replans "
+            "more per episode than the PID (flight_booking.toml, REPLANs).",
+            {"bang_bang": relay, "pid": fb_pid},
+            difference("bang_bang", "pid", "replans"),
+            unit="",
+        ),
+        Claim(
+            "bang_bang_costs_success",
+            "The undamped relay succeeds less often than the PID (flight_booking.toml).",
+            {"bang_bang": relay, "pid": fb_pid},
+            difference("bang_bang", "pid"),
+            direction=-1,
         ),
         Claim(
             "fixed_interval_chatters",
