@@ -182,10 +182,6 @@ def ablation_json(
     results: Sequence[ArmResult], episodes: int, seed: int, objective: Objective
 ) -> dict[str, Any]:
     """ablation.json: the protocol and every arm against the full law."""
-
-    def estimate(e: Estimate) -> dict[str, float]:
-        return {"mean": e.mean, "low": e.low, "high": e.high}
-
     return {
         "protocol": {
             "holdout_seed": seed,
@@ -210,8 +206,8 @@ def ablation_json(
                 "only_reference": r.discordant[1],
                 "p_mcnemar": r.p_mcnemar,
                 "p_holm": r.p_holm,
-                "objective_diff": estimate(r.objective_diff),
-                "tokens_diff": estimate(r.tokens_diff),
+                "objective_diff": r.objective_diff.to_dict(),
+                "tokens_diff": r.tokens_diff.to_dict(),
             }
             for r in results
         ],

@@ -335,10 +335,6 @@ def standings_json(
     budget: Budget, objective: Objective, ranked: Sequence[Standing], pairs: Sequence[PairTest]
 ) -> dict[str, Any]:
     """shootout.json: the protocol, each contender's standing and every pair's test."""
-
-    def estimate(e: Estimate) -> dict[str, float]:
-        return {"mean": e.mean, "low": e.low, "high": e.high}
-
     return {
         "protocol": {
             "trials": budget.trials,
@@ -371,8 +367,8 @@ def standings_json(
                     "only_best": s.discordant[1],
                     "p_mcnemar": s.p_mcnemar,
                     "p_holm": s.p_holm,
-                    "objective_diff": estimate(s.objective_diff),
-                    "tokens_diff": estimate(s.tokens_diff),
+                    "objective_diff": s.objective_diff.to_dict(),
+                    "tokens_diff": s.tokens_diff.to_dict(),
                 },
             }
             for s in ranked

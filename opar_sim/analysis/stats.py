@@ -257,6 +257,10 @@ class Estimate:
     high: float
     n: int
 
+    def to_dict(self) -> dict[str, float]:
+        """The mean and its interval, for JSON (``{"mean", "low", "high"}``)."""
+        return {"mean": self.mean, "low": self.low, "high": self.high}
+
     def to_frame(self) -> object:
         """A one-row pandas DataFrame (needs pandas)."""
         return to_frame([asdict(self)])
