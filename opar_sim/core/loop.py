@@ -9,7 +9,7 @@ never started when its worst-case token spend would break ``token_budget``.
 
 from __future__ import annotations
 
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,10 +38,17 @@ from opar_sim.core.types import (
 MAX_INVALID_IN_A_ROW = 3
 
 
+def _drawn_quality(plan: Plan) -> float:
+    """A plan's drawn quality (for agents that report no effective quality)."""
+    return plan.quality
+
+
 @dataclass(slots=True)
 class _Run:
     steps: list[StepRecord]
     plan: Plan | None = None  # the plan in force (the truth probe reads its hidden quality)
+    # the agent's report of a plan's effective quality, resolved once per episode (not per step)
+    quality_of: Callable[[Plan], float] = _drawn_quality
     stop: str | None = None  # truncation reason
     error: str | None = None
     terminated: bool = False
@@ -202,7 +209,7 @@ def _opar(
             replans=cost.replans,
         )
         last_reflect = now
-        effective = _effective_quality(agent, plan)  # what the probe reads at this Reflect
+        effective = run.quality_of(plan)  # what the probe reads at this Reflect
         decision = controller.decide(evaluation, ctx)
         record = StepRecord(
             step=t,
@@ -269,7 +276,7 @@ def _start(
     cost = Cost()
     agent.reset(task, rngs.agent, cost)
     controller.reset()
-    run = _Run([])
+    run = _Run([], quality_of=_quality_reader(agent))
     probe = _Probe(task, run, agent)
     if isinstance(controller, TruthReader):  # only a law declared to read the hidden state
         controller.bind_truth(probe)
@@ -290,15 +297,20 @@ class _Probe:
         task, plan = self.task, self.run.plan
         if plan is None:
             return Truth(task.progress, task.complete, task.feasible, 0.0, 0.0)
-        quality = _effective_quality(self.agent, plan)
+        quality = self.run.quality_of(plan)
         return Truth(task.progress, task.complete, task.feasible, plan.quality, quality)
 
 
 def _effective_quality(agent: Agent, plan: Plan) -> float:
     """The plan's effective quality as the agent reports it; its drawn quality if it cannot."""
+    return _quality_reader(agent)(plan)
+
+
+def _quality_reader(agent: Agent) -> Callable[[Plan], float]:
+    """How to read a plan's effective quality from ``agent`` (checked once per episode)."""
     if isinstance(agent, ReportsEffectiveQuality):
-        return agent.effective_quality(plan)
-    return plan.quality
+        return agent.effective_quality
+    return _drawn_quality
 
 
 def _finish(
