@@ -13,7 +13,7 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
 install: $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e '.[tune,dask]'
+	$(BIN)/python -m pip install --quiet -e '.[tune,dask,analysis]'
 
 dev: $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
