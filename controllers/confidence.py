@@ -9,10 +9,10 @@ next_action).  The law:
   when the evaluation names missing information **and** the last step made no
   progress (δ_act < ``progress_act``) — missing information alone is the normal
   state of an unfinished task and is no reason to throw the plan away; a step
-  that moved forward says the strategy works.  ``min_dwell`` steps under a plan
-  come first, the step just taken included (``plan_age`` is 1 at a plan's first
-  Reflect, so the default 1 is no dwell and 2 lets no plan be discarded after
-  one unlucky step);
+  that moved forward says the strategy works.  A plan must have run more than
+  ``min_dwell`` steps first (``plan_age`` counts the step just taken, 1 at a
+  plan's first Reflect: the default 0 is no dwell, and 1 lets no plan be
+  discarded after one unlucky step);
 * CONTINUE otherwise ("not confident yet: next round").
 """
 
@@ -34,23 +34,23 @@ class ConfidenceReflector:
     SPACE: ClassVar[dict[str, tuple[float, float]]] = {
         "threshold": (0.5, 0.99),
         "progress_act": (0.1, 0.95),
-        "min_dwell": (1, 4),
+        "min_dwell": (0, 3),
     }
 
     def __init__(
-        self, threshold: float = 0.8, progress_act: float = PROGRESS_ACT, min_dwell: int = 1
+        self, threshold: float = 0.8, progress_act: float = PROGRESS_ACT, min_dwell: int = 0
     ) -> None:
         """Build the law.
 
         Args:
             threshold: The confidence at which to TERMINATE, in [0, 1].
             progress_act: δ_act at or above which the last step counts as progress.
-            min_dwell: Steps a plan must have run, the current one included, before
-                this law may REPLAN it (>= 1; 1 is no dwell).
+            min_dwell: Steps a plan must have run before the one just taken for
+                this law to REPLAN it (>= 0; 0 is no dwell).
         """
         require_unit(threshold=threshold, progress_act=progress_act)
-        if min_dwell < 1:
-            raise ValueError(f"min_dwell must be >= 1, got {min_dwell}")
+        if min_dwell < 0:
+            raise ValueError(f"min_dwell must be >= 0, got {min_dwell}")
         self.threshold = threshold
         self.progress_act = progress_act
         self.min_dwell = min_dwell
@@ -76,7 +76,7 @@ class ConfidenceReflector:
         if evaluation.confidence >= self.threshold:
             return Decision(ControlSignal.TERMINATE, "confident: confidence ≥ threshold", terms)
         stalled = not made_progress(evaluation, self.progress_act)
-        if evaluation.missing and stalled and ctx.plan_age >= self.min_dwell:
+        if evaluation.missing and stalled and ctx.plan_age > self.min_dwell:
             return Decision(
                 ControlSignal.REPLAN, "information missing and no progress: change strategy", terms
             )

@@ -27,9 +27,10 @@ each REPLAN paying a full plan.  So the map has, in this order:
    ``give_up_window`` Reflects: no trend toward the goal.  Off by default
    (``give_up_after = inf``): on a feasible task giving up is a premature stop;
 3. **REPLAN relay** — REPLAN when u ≥ ``replan_threshold``, the plan has run
-   at least ``min_dwell`` steps (the step just taken included: ``plan_age`` is
-   1 at a plan's first Reflect, so ``min_dwell = 1``, the default, is no dwell
-   and ``min_dwell = n`` keeps every plan for n steps), and the relay is armed.  With ``hysteresis``
+   more than ``min_dwell`` steps (``plan_age`` counts the step just taken, so it
+   is 1 at a plan's first Reflect: ``min_dwell = 0``, the default, is no dwell,
+   and ``min_dwell = n`` lets no plan be discarded before its (n + 1)-th step),
+   and the relay is armed.  With ``hysteresis``
    h > 0 a REPLAN disarms the relay until u falls to ``replan_threshold − h``
    (a Schmitt trigger: noise around the threshold cannot fire twice);
    ``integral_on_replan`` then resets the integral, keeps it, or scales it by
@@ -75,7 +76,7 @@ class CognitivePID(DiscretePID):
         *,
         replan_threshold: float = 1.1,
         hysteresis: float = 0.0,
-        min_dwell: int = 1,
+        min_dwell: int = 0,
         integral_on_replan: str = "reset",
         integral_scale: float = 0.5,
         settle_band: float = 0.1,
@@ -101,8 +102,8 @@ class CognitivePID(DiscretePID):
             replan_threshold: The effort u at or above which to REPLAN.
             hysteresis: Width h of the relay: after a REPLAN it re-arms once u falls
                 to ``replan_threshold − h`` (0: always armed).
-            min_dwell: Steps a plan must have run, the current one included, before
-                it may be replanned (>= 1; 1 is no dwell).
+            min_dwell: Steps a plan must have run before the one just taken for
+                it to be replanned (>= 0; 0 is no dwell).
             integral_on_replan: ``"reset"``, ``"keep"`` or ``"scale"`` the integral on REPLAN.
             integral_scale: The factor for ``integral_on_replan="scale"``, in [0, 1].
             settle_band: The error inside which the loop counts as settled, in [0, 1].
@@ -134,8 +135,9 @@ class CognitivePID(DiscretePID):
         counts = (
             ("settle_count", settle_count),
             ("give_up_window", give_up_window),
-            ("min_dwell", min_dwell),
         )
+        if min_dwell < 0:
+            raise ValueError(f"min_dwell must be >= 0, got {min_dwell}")
         for name, count in counts:
             if count < 1:
                 raise ValueError(f"{name} must be >= 1, got {count}")
@@ -220,7 +222,7 @@ class CognitivePID(DiscretePID):
             self._armed = True
         if effort < threshold:
             return Decision(ControlSignal.CONTINUE, "effort below replan threshold", terms)
-        if ctx.plan_age < self.min_dwell:
+        if ctx.plan_age <= self.min_dwell:
             return Decision(ControlSignal.CONTINUE, "replan held: minimum dwell", terms)
         if not self._armed:
             return Decision(ControlSignal.CONTINUE, "replan held: relay not re-armed", terms)

@@ -48,8 +48,8 @@ def test_pid_terminates_after_settling_for_k_reflects():
 
 
 def test_pid_respects_the_minimum_dwell():
-    pid = controllers.make("pid", kp=10.0, ki=0.0, kd=0.0, replan_threshold=1.0, min_dwell=3)
-    assert pid.decide(ev(0.2), ctx(1, plan_age=1)).signal is ControlSignal.CONTINUE
+    pid = controllers.make("pid", kp=10.0, ki=0.0, kd=0.0, replan_threshold=1.0, min_dwell=2)
+    assert pid.decide(ev(0.2), ctx(2, plan_age=2)).signal is ControlSignal.CONTINUE
     assert pid.decide(ev(0.2), ctx(3, plan_age=3)).signal is ControlSignal.REPLAN
 
 

@@ -61,7 +61,7 @@ def test_hysteresis_holds_the_relay_until_effort_falls_below_the_release_level()
 
 
 def test_minimum_dwell_holds_a_replan_on_a_young_plan():
-    pid = CognitivePID(1.0, 0.0, 0.0, replan_threshold=0.5, min_dwell=3)
+    pid = CognitivePID(1.0, 0.0, 0.0, replan_threshold=0.5, min_dwell=2)
     young = pid.decide(ev(0.2), ReflectContext(2, 10, 10, 2, False, 0))
     assert (young.signal, young.reason) == (CONTINUE, "replan held: minimum dwell")
 
@@ -123,34 +123,35 @@ def test_bad_map_options_are_rejected_naming_the_option(bad, message):
         controllers.make("pid", **bad)
 
 
-@pytest.mark.parametrize("n", [1, 2, 3, 5])
-def test_min_dwell_n_allows_a_replan_from_the_nth_step_under_a_plan(n):
-    # plan_age counts the step just taken: 1 at a plan's first Reflect
+@pytest.mark.parametrize("n", [0, 1, 2, 4])
+def test_min_dwell_n_holds_the_first_n_steps_of_a_plan(n):
+    # plan_age counts the step just taken: 1 at a plan's first Reflect; min_dwell = n
+    # keeps a plan through its first n steps, so 0 is no dwell and 1 is not a no-op
     verdicts = []
     for age in range(1, 7):
         pid = CognitivePID(1.0, 0.0, 0.0, replan_threshold=0.5, min_dwell=n)
         verdicts.append(pid.decide(ev(0.2), ReflectContext(age, 10, 10, age, False, 0)).signal)
-    assert verdicts == [CONTINUE] * (n - 1) + [REPLAN] * (7 - n)
+    assert verdicts == [CONTINUE] * n + [REPLAN] * (6 - n)
 
 
-@pytest.mark.parametrize("n", [1, 2, 4])
-def test_confidence_min_dwell_n_allows_a_replan_from_the_nth_step(n):
+@pytest.mark.parametrize("n", [0, 1, 3])
+def test_confidence_min_dwell_n_holds_the_first_n_steps_of_a_plan(n):
     law = controllers.make("confidence", min_dwell=n)
     stalled = Evaluation(0.3, 0.1, 0.0, 0.3, "", ("fare",))
     verdicts = [
         law.decide(stalled, ReflectContext(a, 10, 10, a, False, 0)).signal for a in range(1, 6)
     ]
-    assert verdicts == [CONTINUE] * (n - 1) + [REPLAN] * (6 - n)
+    assert verdicts == [CONTINUE] * n + [REPLAN] * (5 - n)
 
 
-def test_min_dwell_below_one_is_rejected():
+def test_min_dwell_below_zero_is_rejected():
     for name in ("pid", "confidence"):
-        with pytest.raises(ValueError, match="min_dwell must be >= 1"):
-            controllers.make(name, min_dwell=0)
+        with pytest.raises(ValueError, match="min_dwell must be >= 0"):
+            controllers.make(name, min_dwell=-1)
 
 
-@pytest.mark.parametrize("dwell", [1, 3])
-def test_in_the_loop_no_plan_is_replanned_before_min_dwell_steps(dwell):
+@pytest.mark.parametrize("dwell", [0, 1, 3])
+def test_in_the_loop_no_plan_is_replanned_within_its_first_min_dwell_steps(dwell):
     ages = []
     for episode in range(20):
         law = controllers.make(
@@ -168,4 +169,4 @@ def test_in_the_loop_no_plan_is_replanned_before_min_dwell_steps(dwell):
             age = 1 if prev is None or rec.plan_id != prev.plan_id else age + 1
             if rec.decision.signal is REPLAN:
                 ages.append(age)
-    assert min(ages) == dwell  # reached: the dwell binds, and is never broken
+    assert min(ages) == dwell + 1  # reached: the dwell binds, and is never broken
