@@ -236,7 +236,8 @@ class HumanGate:
 
     The human knows what the agent cannot: a TERMINATE is right when the task
     is complete or infeasible, a REPLAN when the plan is bad (its hidden
-    quality below ``bad_plan``).  With probability ``error_rate`` the verdict
+    effective quality — context decay and memory loss included, as the oracle
+    reads it — below ``bad_plan``).  With probability ``error_rate`` the verdict
     is the wrong one.  A rejected decision becomes CONTINUE.  Each review
     makes the loop wait ``latency`` simulated seconds.
     """
@@ -271,7 +272,7 @@ class HumanGate:
         if signal is TERMINATE:
             right = truth.complete or not truth.feasible
         else:
-            right = truth.plan_quality < self.bad_plan
+            right = truth.quality < self.bad_plan
         approve = right != (self._rng.random() < self.error_rate)
         word = signal.value
         if approve:

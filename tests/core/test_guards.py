@@ -248,6 +248,17 @@ def test_human_gate_knows_the_truth_and_takes_its_time():
     assert gate.check(record(), GOING) is None  # CONTINUE needs no approval
 
 
+def test_human_gate_judges_a_plan_by_its_effective_quality_like_the_oracle():
+    gate = fresh(HumanGate(latency=0.0, error_rate=0.0, bad_plan=0.5))
+    # a well-drawn plan (0.9) that context decay has worn down to 0.3 is bad now
+    worn = Truth(0.5, False, True, 0.9, effective_quality=0.3)
+    gate.bind_truth(lambda: worn)
+    assert gate.check(record(), Decision(REPLAN, "", {})).signal is REPLAN
+    fresh_plan = Truth(0.5, False, True, 0.2, effective_quality=0.8)
+    gate.bind_truth(lambda: fresh_plan)
+    assert gate.check(record(), Decision(REPLAN, "", {})).signal is CONTINUE
+
+
 def test_human_gate_errs_at_its_error_rate():
     gate = fresh(HumanGate(latency=0.0, error_rate=0.2))
     done = Truth(1.0, True, True, 0.9)
