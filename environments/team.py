@@ -52,10 +52,10 @@ from opar_sim.core.types import (
     PlanStep,
 )
 
-# the outcomes of a sub-agent that said TERMINATE, whether it claimed the goal or gave up
-TERMINATED = frozenset(
-    o.value for o in (Outcome.SUCCESS, Outcome.PREMATURE, Outcome.GAVE_UP, Outcome.ABANDONED)
-)
+# the outcomes of a sub-agent that said TERMINATE claiming its goal (rightly or not); a
+# give-up (gave_up, abandoned) is a TERMINATE too, but it says "not done"
+CLAIMED_DONE = frozenset(o.value for o in (Outcome.SUCCESS, Outcome.PREMATURE))
+GAVE_UP = frozenset(o.value for o in (Outcome.GAVE_UP, Outcome.ABANDONED))
 
 
 class TeamParams(BaseModel):
@@ -116,7 +116,8 @@ class Team(SimTask):
 
     def _clear(self) -> None:
         self.done: dict[str, bool] = {}  # subtask -> truly done
-        self.claimed: dict[str, bool] = {}  # subtask -> the sub-agent said TERMINATE
+        self.claimed: dict[str, bool] = {}  # subtask -> the sub-agent claimed it done
+        self.gave_up: dict[str, bool] = {}  # subtask -> the sub-agent gave up on it
         self.answers: dict[str, str] = {}
         self.combined = False
         self._subs: list[EpisodeResult] = []
@@ -175,16 +176,19 @@ class Team(SimTask):
         )
         self._subs.append(result)
         self.done[subtask] = result.complete
-        self.claimed[subtask] = result.outcome in TERMINATED
+        self.claimed[subtask] = result.outcome in CLAIMED_DONE
+        self.gave_up[subtask] = result.outcome in GAVE_UP
         self.answers[subtask] = result.answer
         return result
 
     def _report(self, subtasks: Sequence[str], latency: float) -> ActionResult:
-        parts = [
-            f"{s}: {'done' if self.claimed.get(s) else 'not done'} ({self.answers.get(s, '')})"
-            for s in subtasks
-        ]
+        parts = [f"{s}: {self._status(s)} ({self.answers.get(s, '')})" for s in subtasks]
         return ActionResult(True, "; ".join(parts) or "nothing to delegate", latency, tokens=20)
+
+    def _status(self, subtask: str) -> str:
+        if self.claimed.get(subtask):
+            return "done"
+        return "gave up" if self.gave_up.get(subtask) else "not done"
 
     def _apply(self, action: Action) -> ActionResult:  # only combine reaches here
         self.combined = all(self.claimed.get(s) for s in self.params.subtasks)

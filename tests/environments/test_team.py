@@ -93,3 +93,23 @@ def test_a_team_episode_writes_sub_agents_steps_under_their_own_names():
 def test_bad_subtasks_are_rejected(subtasks, message):
     with pytest.raises(ValueError, match=message):
         bind_sub_agents(environments.make("team", subtasks=subtasks))
+
+
+class _GivingUp:
+    """A sub-agent runner whose sub-agents all give up (TERMINATE with give_up)."""
+
+    def run(self, env, task, **kwargs):
+        yield env.timeout(1.0)
+        from types import SimpleNamespace
+
+        return SimpleNamespace(outcome="abandoned", complete=False, answer="")
+
+
+def test_a_sub_agent_that_gives_up_is_reported_not_done_and_blocks_combine():
+    task = environments.make("team", subtasks=["weather"])
+    task.bind_sub_agents(_GivingUp())
+    task.reset(simpy.Environment(), np.random.default_rng(1), np.random.default_rng(2))
+    result = call(task, Action.of("delegate", subtask="weather"))
+    assert result.text == "weather: gave up ()"
+    assert task.claimed == {"weather": False} and task.gave_up == {"weather": True}
+    assert not call(task, Action.of("combine")).ok
