@@ -37,6 +37,16 @@ each REPLAN paying a full plan.  So the map has, in this order:
    ``integral_scale`` (bumpless transfer: the new plan inherits part of the
    blame of the old one);
 4. CONTINUE otherwise.
+
+**Pace** (``pace`` > 0, off by default): the effort that drives the REPLAN
+relay is computed on the plan's shortfall against an expected pace instead of
+the task error: e_pace = clip(pace · plan_age − (δ_task − δ_task at the
+plan's start), 0, 1), so P is how far the current plan lags behind ``pace``
+progress per step, I the lag accumulated under it (reset with the plan) and D
+whether it is falling further behind.  Settling and giving up still read the
+task error.  A plan that is on pace has no effort however far the goal is,
+which the task error cannot express: its P term alone can never REPLAN when
+``kp`` · e stays under the threshold.
 """
 
 from __future__ import annotations
@@ -66,6 +76,7 @@ class CognitivePID(DiscretePID):
         "replan_threshold": (0.5, 2.5),
         "settle_band": (0.02, 0.3),
         "settle_count": (1, 3),
+        "pace": (0.0, 0.3),
     }
 
     def __init__(
@@ -92,6 +103,7 @@ class CognitivePID(DiscretePID):
         derivative_on: str = "error",
         tau: float = 0.0,
         setpoint: float = 1.0,
+        pace: float = 0.0,
     ) -> None:
         """Build the law; the effort → signal map is described in the module docstring.
 
@@ -119,7 +131,11 @@ class CognitivePID(DiscretePID):
             derivative_on: ``"error"`` or ``"measurement"``.
             tau: Time constant of the derivative filter, in s.
             setpoint: The target of δ_task (1: task complete).
+            pace: Expected δ_task gain per step under a plan; > 0 drives the REPLAN
+                relay by the plan's shortfall against it (0: by the task error).
         """
+        require_unit(pace=pace)
+        self.pace = pace
         require_non_negative(
             replan_threshold=replan_threshold,
             hysteresis=hysteresis,
@@ -178,6 +194,9 @@ class CognitivePID(DiscretePID):
         self._accumulated = 0.0  # Σ e·dt over the episode; unlike I, never reset by a REPLAN
         self._best_error = math.inf
         self._since_best = 0
+        self._replans_seen = 0  # pace: REPLANs seen, to spot a new plan's start
+        self._baseline = 0.0  # pace: δ_task when the current plan started
+        self._last = 0.0  # pace: the previous δ_task
 
     def decide(self, evaluation: Evaluation, ctx: ReflectContext) -> Decision:
         """Update the PID on e = setpoint − δ_task, then settle, give up, REPLAN or CONTINUE.
@@ -192,7 +211,16 @@ class CognitivePID(DiscretePID):
         """
         measurement = evaluation.delta_task
         error = self.setpoint - measurement
-        effort = self.update(error, ctx.dt, measurement=measurement)
+        if self.pace:
+            if ctx.replans != self._replans_seen:  # a new plan since the last Reflect
+                self._replans_seen = ctx.replans
+                self._baseline = self._last
+            self._last = measurement
+            gained = measurement - self._baseline
+            lag = min(1.0, max(0.0, self.pace * ctx.plan_age - gained))
+            effort = self.update(lag, ctx.dt)
+        else:
+            effort = self.update(error, ctx.dt, measurement=measurement)
         self._accumulated += error * ctx.dt
         if error < self._best_error - self.give_up_margin:
             self._best_error = error
@@ -207,6 +235,8 @@ class CognitivePID(DiscretePID):
             "effort": effort,
             "accumulated": self._accumulated,
         }
+        if self.pace:
+            terms["lag"] = lag
         self._settled = self._settled + 1 if error <= self.settle_band else 0
         if self._settled >= self.settle_count and evaluation.confidence >= self.confidence_floor:
             return Decision(ControlSignal.TERMINATE, "settled: error inside band", terms)

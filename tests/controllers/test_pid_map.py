@@ -170,3 +170,32 @@ def test_in_the_loop_no_plan_is_replanned_within_its_first_min_dwell_steps(dwell
             if rec.decision.signal is REPLAN:
                 ages.append(age)
     assert min(ages) == dwell + 1  # reached: the dwell binds, and is never broken
+
+
+def test_pace_drives_the_relay_by_the_plan_s_shortfall_against_the_expected_pace():
+    # pace 0.2 per step, P only: lag = 0.2 · plan_age − (δ_task − δ_task at the plan's start)
+    pid = CognitivePID(1.0, 0.0, 0.0, replan_threshold=0.3, pace=0.2)
+    first = pid.decide(ev(0.1), ReflectContext(1, 10, 10, 1, False, 0))
+    assert first.signal is CONTINUE and first.terms["lag"] == pytest.approx(0.1)
+    second = pid.decide(ev(0.1), ReflectContext(2, 20, 10, 2, False, 0))
+    assert second.signal is REPLAN and second.terms["lag"] == pytest.approx(0.3)
+    # the new plan starts from δ_task 0.1: it gained 0.05 of the 0.2 expected
+    third = pid.decide(ev(0.15), ReflectContext(3, 30, 10, 1, False, 1))
+    assert third.signal is CONTINUE and third.terms["lag"] == pytest.approx(0.15)
+    assert third.terms["error"] == pytest.approx(0.85)  # settling still reads the task error
+
+
+def test_a_plan_on_pace_has_no_effort_however_far_the_goal_is():
+    pid = CognitivePID(10.0, 0.0, 0.0, replan_threshold=0.5, pace=0.1)
+    for age in range(1, 6):
+        decision = pid.decide(ev(0.1 * age), ReflectContext(age, 10 * age, 10, age, False, 0))
+        assert decision.signal is CONTINUE
+        assert decision.terms["lag"] == 0.0 and decision.terms["effort"] == 0.0
+    # without pace the same readings (error ≥ 0.5) replan at once
+    plain = CognitivePID(10.0, 0.0, 0.0, replan_threshold=0.5)
+    assert plain.decide(ev(0.1), ReflectContext(1, 10, 10, 1, False, 0)).signal is REPLAN
+
+
+def test_pace_outside_the_unit_interval_is_rejected():
+    with pytest.raises(ValueError, match="pace"):
+        CognitivePID(pace=1.5)
