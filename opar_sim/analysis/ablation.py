@@ -9,9 +9,12 @@ set some gains to zero:
 * ``P`` — ki = kd = 0;
 * ``I`` — kp = kd = 0 (the accumulated error alone).
 
+* ``PID, no pace`` — pace = 0 (the task error drives the relay), only when
+  the PID under test has a pace error (``pace`` > 0).
+
 Each runs with and without the stop confirmation built into the PID's
-settling: ``settle_count`` 2 (two consecutive readings inside the band) and 1
-(one reading).  The reference is the full law with ``settle_count = 2``.
+settling: the law's own ``settle_count`` and 1 (one reading; 2 when the law's
+own is 1).  The reference is the full law with its own ``settle_count``.
 Every arm runs on the same held-out episodes (common random numbers); each is
 paired against the reference: success difference with the exact McNemar p
 (Holm-adjusted over the arms), objective and token differences with paired
@@ -44,9 +47,9 @@ VARIANTS: dict[str, tuple[str, ...]] = {
     "PD": ("ki",),
     "P": ("ki", "kd"),
     "I": ("kp", "kd"),
+    "PID, no pace": ("pace",),
 }
-SETTLE_COUNTS = (2, 1)
-REFERENCE = ("PID", 2)
+PACED = ("PID, no pace",)  # variants that exist only when the law has a pace error
 
 
 @dataclass(frozen=True)
@@ -82,15 +85,30 @@ class ArmResult:
     tokens_diff: Estimate
 
 
-def arms() -> list[Arm]:
-    """Every variant × settle count, the reference first."""
+def settle_counts(own: int) -> tuple[int, int]:
+    """The two settle counts of the ablation: the law's own first, then 1 (or 2 when own is 1)."""
+    return (own, 1) if own != 1 else (1, 2)
+
+
+def arms(settle_count: int = 2, pace: float = 0.0) -> list[Arm]:
+    """Every variant × settle count, the reference (the full law as given) first.
+
+    Args:
+        settle_count: The PID's own settle count (the reference's).
+        pace: The PID's pace; the no-pace variant is left out when it is 0.
+
+    Returns:
+        The arms, the reference ``PID, settle <settle_count>`` first.
+    """
     out = []
     for variant, zeroed in VARIANTS.items():
-        for count in SETTLE_COUNTS:
+        if variant in PACED and not pace:
+            continue
+        for count in settle_counts(settle_count):
             changes: dict[str, float] = {f"controller.params.{g}": 0.0 for g in zeroed}
             changes["controller.params.settle_count"] = count
             out.append(Arm(variant, count, changes))
-    out.sort(key=lambda a: (a.variant, a.settle_count) != REFERENCE)
+    out.sort(key=lambda a: (a.variant, a.settle_count) != ("PID", settle_count))
     return out
 
 
@@ -186,9 +204,9 @@ def ablation_json(
         "protocol": {
             "holdout_seed": seed,
             "episodes": episodes,
-            "reference": f"{REFERENCE[0]}, settle {REFERENCE[1]}",
+            "reference": results[0].arm.label if results else None,
             "variants": {k: list(v) for k, v in VARIANTS.items()},
-            "settle_counts": list(SETTLE_COUNTS),
+            "settle_counts": sorted({r.arm.settle_count for r in results}),
             "objective": objective.model_dump(),
         },
         "arms": [

@@ -9,7 +9,7 @@ import pytest
 
 import controllers
 from controllers.registry import CONTROLLERS
-from opar_sim.analysis.ablation import REFERENCE, VARIANTS, arms, gains_of, score_arms
+from opar_sim.analysis.ablation import PACED, VARIANTS, arms, gains_of, score_arms
 from opar_sim.analysis.shootout import (
     CONFIRM_PATH,
     Tuned,
@@ -121,8 +121,8 @@ def test_standings_refuse_contenders_run_on_different_episodes():
 
 def test_ablation_arms_switch_the_terms_off_and_put_the_full_law_first():
     plan = arms()
-    assert (plan[0].variant, plan[0].settle_count) == REFERENCE
-    assert len(plan) == 2 * len(VARIANTS)
+    assert (plan[0].variant, plan[0].settle_count) == ("PID", 2)
+    assert len(plan) == 2 * (len(VARIANTS) - len(PACED))  # no pace: no no-pace arm
     defaults = {"kp": 1.0, "ki": 0.03, "kd": 6.0}
     gains = {a.label: gains_of({"kp": 2.0}, a, defaults) for a in plan}
     assert gains["PID, settle 2"] == {"kp": 2.0, "ki": 0.03, "kd": 6.0}
@@ -130,6 +130,14 @@ def test_ablation_arms_switch_the_terms_off_and_put_the_full_law_first():
     assert gains["PD, settle 2"] == {"kp": 2.0, "ki": 0.0, "kd": 6.0}
     assert gains["P, settle 1"] == {"kp": 2.0, "ki": 0.0, "kd": 0.0}
     assert gains["I, settle 2"] == {"kp": 0.0, "ki": 0.03, "kd": 0.0}
+
+
+def test_ablation_of_a_paced_law_with_its_own_settle_count():
+    plan = arms(settle_count=1, pace=0.1)
+    assert [a.label for a in plan][:2] == ["PID, settle 1", "PID, settle 2"]
+    assert len(plan) == 2 * len(VARIANTS)
+    (no_pace,) = [a for a in plan if a.label == "PID, no pace, settle 1"]
+    assert no_pace.changes == {"controller.params.pace": 0.0, "controller.params.settle_count": 1}
 
 
 def test_ablation_pairs_every_arm_against_the_reference():

@@ -69,11 +69,13 @@ def run(args: argparse.Namespace, console: Console) -> int:
     spec = load_spec(args.spec)
     objective = spec.tune.objective if spec.tune is not None else Objective()
     base = pid_data(spec.model_dump())
-    defaults = {
-        g: float(inspect.signature(CONTROLLERS.factories["pid"]).parameters[g].default)
-        for g in ("kp", "ki", "kd")
-    }
-    plan = arms()
+    signature = inspect.signature(CONTROLLERS.factories["pid"]).parameters
+    defaults = {g: float(signature[g].default) for g in ("kp", "ki", "kd")}
+    own = base["controller"]["params"]
+    plan = arms(
+        int(own.get("settle_count", signature["settle_count"].default)),
+        float(own.get("pace", signature["pace"].default)),
+    )
     for arm in plan:  # every arm must be a valid spec before any episode runs
         parse_spec(apply_params(base, arm.changes), f"{args.spec}: ablation arm {arm.label}")
     out: Path = args.out or default_out(f"{spec.name}-ablate")
