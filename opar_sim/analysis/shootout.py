@@ -126,11 +126,12 @@ def controller_space(factory: Any) -> dict[str, tuple[float, float]]:
     return dict(space) if isinstance(space, Mapping) else {}
 
 
-def contender_space(factory: Any) -> dict[str, ParamRange]:
+def contender_space(factory: Any, confirm: bool = True) -> dict[str, ParamRange]:
     """The search space of a contender: its ``SPACE`` at ``controller.params.*`` + confirm.
 
     Args:
         factory: The registered factory (a controller class).
+        confirm: Add the shared stop confirmation ``guards.confirm`` (1..3).
 
     Returns:
         Dotted spec path -> its ParamRange.
@@ -141,7 +142,8 @@ def contender_space(factory: Any) -> dict[str, ParamRange]:
         )
         for name, (low, high) in controller_space(factory).items()
     }
-    space[CONFIRM_PATH] = CONFIRM_RANGE
+    if confirm:
+        space[CONFIRM_PATH] = CONFIRM_RANGE
     return space
 
 
@@ -168,6 +170,8 @@ def tune_contender(
     objective: Objective,
     budget: Budget,
     on_trial: Callable[[], None] | None = None,
+    enqueue: Sequence[Mapping[str, float]] = (),
+    finalize: Callable[[dict[str, float]], dict[str, float]] | None = None,
 ) -> Tuned:
     """Search one contender's space on the training seeds, then run its best on held-out seeds.
 
@@ -178,9 +182,12 @@ def tune_contender(
         objective: The per-episode objective to minimise.
         budget: Trials, episodes, sampler and seeds (the same for every contender).
         on_trial: Called after each trial.
+        enqueue: Assignments scored first (e.g. the shipped defaults).
+        finalize: Turns the best assignment into the one scored held out (e.g. rounded).
 
     Returns:
-        The best assignment (lowest training objective, first on ties) with its rows.
+        The best assignment (lowest training objective, first on ties; finalized)
+        with its held-out rows.
     """
     cache: dict[tuple[tuple[str, float], ...], float] = {}
 
@@ -193,9 +200,13 @@ def tune_contender(
             on_trial()
         return cache[key]
 
-    _, scored = minimize(space, score, budget.trials, budget.train_seed, sampler=budget.sampler)
+    _, scored = minimize(
+        space, score, budget.trials, budget.train_seed, sampler=budget.sampler, enqueue=enqueue
+    )
     best_index = min(range(len(scored)), key=lambda i: (scored[i][1], i))
     best, train_score = scored[best_index]
+    if finalize is not None:
+        best = finalize(best)
     rows = evaluate(best, budget.holdout_episodes, budget.holdout_seed)
     return Tuned(
         name=name,

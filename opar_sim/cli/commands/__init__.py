@@ -14,6 +14,7 @@ from opar_sim.cli.commands import (
     doctor_cmd,
     list_cmd,
     plot_cmd,
+    refit_cmd,
     relay_cmd,
     replay_cmd,
     report_cmd,
@@ -40,6 +41,7 @@ COMMANDS: tuple[ModuleType, ...] = (
     shootout_cmd,
     ablate_cmd,
     claims_cmd,
+    refit_cmd,
 )
 
 __all__ = ["COMMANDS"]
