@@ -312,6 +312,15 @@ def claims() -> list[Claim]:
             unit="%",
         ),
         Claim(
+            "team_success",
+            "A team (PID orchestrator, threshold sub-agents for weather and flight booking, "
+            "nested OPAR) completes most of its tasks (team.toml).",
+            {"team": Arm("experiments/team.toml")},
+            rate("team"),
+            null=0.5,
+            unit="%",
+        ),
+        Claim(
             "oracle_beats_pid",
             "The oracle succeeds more often than the PID (the PID's regret, success).",
             {"oracle": fb["oracle"], "pid": fb["pid"]},
