@@ -21,6 +21,7 @@ from opar_sim.cli.commands import (
     shootout_cmd,
     study_cmd,
     sweep_cmd,
+    traces_cmd,
     tune_cmd,
 )
 
@@ -40,6 +41,7 @@ COMMANDS: tuple[ModuleType, ...] = (
     shootout_cmd,
     ablate_cmd,
     claims_cmd,
+    traces_cmd,
 )
 
 __all__ = ["COMMANDS"]
