@@ -8,6 +8,7 @@ from types import ModuleType
 
 from opar_sim.cli.commands import (
     ablate_cmd,
+    advise_cmd,
     calibrate_cmd,
     claims_cmd,
     compare_cmd,
@@ -37,6 +38,7 @@ COMMANDS: tuple[ModuleType, ...] = (
     doctor_cmd,
     calibrate_cmd,
     replay_cmd,
+    advise_cmd,
     study_cmd,
     shootout_cmd,
     ablate_cmd,
