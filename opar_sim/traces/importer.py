@@ -99,28 +99,30 @@ def _is_error(message: dict[str, Any]) -> bool:
 def _answers(messages: list[dict[str, Any]]) -> dict[tuple[int, int], dict[str, Any]]:
     """(assistant message index, call index) -> the tool message answering that call.
 
-    Matched by ``tool_call_id``; calls without a matching id take the unmatched tool
-    messages that follow their assistant message, in order.
+    A call's answer is among the tool messages that follow its assistant message (up to
+    the next assistant message): the one with its ``tool_call_id`` if there is one, else
+    the next unmatched one in order.  Ids alone are not trusted: recorded runs reuse them.
     """
-    by_id = {
-        m["tool_call_id"]: m for m in messages if m["role"] == "tool" and m.get("tool_call_id")
-    }
-    used: set[int] = set()
     out: dict[tuple[int, int], dict[str, Any]] = {}
     for i, message in enumerate(messages):
         calls = message.get("tool_calls") or []
+        if not calls:
+            continue
+        replies = []
+        for later in messages[i + 1 :]:
+            if later["role"] == "assistant":
+                break
+            if later["role"] == "tool":
+                replies.append(later)
+        free = list(range(len(replies)))
         for j, call in enumerate(calls):
-            answer = by_id.get(call.get("id")) if isinstance(call, dict) else None
-            if answer is None:
-                for k in range(i + 1, len(messages)):
-                    if messages[k]["role"] == "assistant":
-                        break
-                    if messages[k]["role"] == "tool" and id(messages[k]) not in used:
-                        answer = messages[k]
-                        break
-            if answer is not None:
-                used.add(id(answer))
-                out[(i, j)] = answer
+            wanted = call.get("id")
+            pick = next((k for k in free if replies[k].get("tool_call_id") == wanted), None)
+            if pick is None and free:
+                pick = free[0]
+            if pick is not None:
+                free.remove(pick)
+                out[(i, j)] = replies[pick]
     return out
 
 
