@@ -134,7 +134,11 @@ def _run_cost(episode: dict[str, Any], steps: list[dict[str, Any]]) -> RunCost:
         "transfer": np.cumsum(np.array(transfer, dtype=np.int64)),
     }
     return RunCost(
-        int(episode["episode"]), int(episode.get("trial") or 1), bool(episode["success"]), decided, counts
+        int(episode["episode"]),
+        int(episode.get("trial") or 1),
+        bool(episode["success"]),
+        decided,
+        counts,
     )
 
 

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from opar_sim.analysis.stopping import LawResult
-from opar_sim.figures.style import save, new_figure
+from opar_sim.figures.style import new_figure, save
 
 
 def frontier_figure(results: Sequence[LawResult], out: Path, title: str) -> Path:

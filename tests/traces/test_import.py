@@ -171,7 +171,9 @@ def test_bad_records_name_the_run_and_the_field(
 
 def test_duplicate_trial_and_cli_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = _write(tmp_path, [_record(), _record()])
-    code = main(["traces", "import", str(path), "--format", "openai-chat", "--out", str(tmp_path / "o")])
+    code = main(
+        ["traces", "import", str(path), "--format", "openai-chat", "--out", str(tmp_path / "o")]
+    )
     err = capsys.readouterr().err.strip()
     assert code == 2
     assert err == (
@@ -180,6 +182,16 @@ def test_duplicate_trial_and_cli_exit_2(tmp_path: Path, capsys: pytest.CaptureFi
     assert not (tmp_path / "o").exists()
     assert main(["traces", "import", str(path), "--format", "nope", "--out", "x"]) == 2
     (tmp_path / "bad.jsonl").write_text("{not json\n", encoding="utf-8")
-    code = main(["traces", "import", str(tmp_path / "bad.jsonl"), "--format", "openai-chat", "--out", str(tmp_path / "p")])
+    code = main(
+        [
+            "traces",
+            "import",
+            str(tmp_path / "bad.jsonl"),
+            "--format",
+            "openai-chat",
+            "--out",
+            str(tmp_path / "p"),
+        ]
+    )
     assert code == 2
     assert "line 1: not valid JSON" in capsys.readouterr().err

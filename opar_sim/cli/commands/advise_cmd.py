@@ -107,13 +107,11 @@ def run(args: argparse.Namespace, console: Console) -> int:
             notes.append(f"{len(table)} of {len(rows)} caps shown; every cap in advise.json")
         console.print(TextTable(f"{signal} caps", columns, table, notes).to_rich())
         if best is not None:
-            smallest.append(
-                [signal, str(best.cap), _cell(best.kept_share), _cell(best.saved)]
-            )
+            smallest.append([signal, str(best.cap), _cell(best.kept_share), _cell(best.saved)])
     console.print(
         TextTable(
             f"smallest caps keeping {args.share:.0%} of the successes",
-            ["signal", "cap", "successes kept", f"saved (all runs)"],
+            ["signal", "cap", "successes kept", "saved (all runs)"],
             smallest,
             [
                 f"{len(runs)} runs of {tasks} tasks; exact replay of each cap on the recorded "
@@ -122,7 +120,9 @@ def run(args: argparse.Namespace, console: Console) -> int:
         ).to_rich()
     )
     study = restarts(runs, args.budget)
-    pick = sorted({1, 2, 3, 5, 8, 10, 12, 15, 20, 25, study.budget - 1} & set(range(1, study.budget)))
+    pick = sorted(
+        {1, 2, 3, 5, 8, 10, 12, 15, 20, 25, study.budget - 1} & set(range(1, study.budget))
+    )
     table = [
         [str(r.cutoff), _cell(r.success), _cell(r.gain)]
         for r in study.rows
