@@ -64,6 +64,20 @@ def test_second_identical_call_counted_by_hand(raw: list[dict], imported: Path) 
     assert result.successes - result.kept == lost == 2
 
 
+def test_first_tool_error_counted_by_hand(raw: list[dict], imported: Path) -> None:
+    # τ-bench makes one call per turn and answers it with the next tool message: a success
+    # is lost when its first error reply answers a call before its last call
+    lost = 0
+    for r in raw:
+        if r["reward"] != 1.0:
+            continue
+        replies = [m["content"] or "" for m in r["traj"] if m["role"] == "tool"]
+        first = next((k for k, c in enumerate(replies) if c.startswith("Error")), None)
+        lost += first is not None and first < len(_calls(r)) - 1
+    (result,) = evaluate(load_costs(imported), [parse_law("errors:1")])
+    assert result.successes - result.kept == lost == 4
+
+
 def test_combination_stops_at_the_first_part(imported: Path) -> None:
     runs = load_costs(imported)
     a, b, both = (parse_law(t) for t in ("calls:12", "errors:2", "calls:12+errors:2"))
