@@ -8,6 +8,7 @@ from types import ModuleType
 
 from opar_sim.cli.commands import (
     ablate_cmd,
+    advise_cmd,
     calibrate_cmd,
     claims_cmd,
     compare_cmd,
@@ -22,6 +23,7 @@ from opar_sim.cli.commands import (
     shootout_cmd,
     study_cmd,
     sweep_cmd,
+    traces_cmd,
     tune_cmd,
 )
 
@@ -37,11 +39,13 @@ COMMANDS: tuple[ModuleType, ...] = (
     doctor_cmd,
     calibrate_cmd,
     replay_cmd,
+    advise_cmd,
     study_cmd,
     shootout_cmd,
     ablate_cmd,
     claims_cmd,
     refit_cmd,
+    traces_cmd,
 )
 
 __all__ = ["COMMANDS"]
