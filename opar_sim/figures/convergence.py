@@ -9,6 +9,7 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
+from matplotlib.ticker import MaxNLocator
 
 from opar_sim.experiment.rundir import EpisodeTrace
 from opar_sim.figures.style import controller_colors, new_figure, padded
@@ -80,6 +81,7 @@ def convergence_figure(traces: Mapping[str, Sequence[EpisodeTrace]], title: str)
         ax.set_ylim(-0.02, 1.05)
         ax.grid(alpha=0.3)
     axes[-1][0].set_xlabel("loop iteration (step)")
+    axes[-1][0].xaxis.set_major_locator(MaxNLocator(integer=True))
     axes[-1][1].set_xlabel("simulated time (s)")
     axes[0][0].set_title("against loop iterations", fontsize=10)
     axes[0][1].set_title("against simulated time", fontsize=10)
