@@ -10,14 +10,14 @@ STYLE = """
 * { box-sizing: border-box; }
 body { font-family: system-ui, sans-serif; max-width: 1100px; margin: 1em auto; padding: 0 1em;
   color: #222; line-height: 1.35; }
-h1 { font-size: 1.5em; margin: 0.2em 0; } h2 { margin-top: 1.6em; }
+h1 { font-size: 1.5em; margin: 0.2em 0; } h2 { margin-top: 1.6em; scroll-margin-top: 5em; }
 dl.meta { display: grid; grid-template-columns: max-content 1fr; gap: 0.1em 1em; font-size: 0.85em;
   margin: 0.5em 0; } dl.meta dt { color: #666; } dl.meta dd { margin: 0; overflow-wrap: anywhere; }
 .table { max-width: 100%; overflow-x: auto; }
-table { border-collapse: collapse; margin: 1em 0 0.3em; font-size: 0.8em; width: 100%; }
+table { border-collapse: collapse; margin: 1em 0 0.3em; font-size: 0.74em; width: 100%; }
 caption { text-align: left; font-weight: bold; padding-bottom: 0.3em; }
-th, td { border: 1px solid #ccc; padding: 0.2em 0.4em; text-align: right; vertical-align: top; }
-th { background: #f4f4f4; font-weight: 600; }
+th, td { border: 1px solid #ccc; padding: 0.15em 0.25em; text-align: right; vertical-align: top; }
+th { background: #f4f4f4; font-weight: 600; overflow-wrap: anywhere; }
 th:first-child, td:first-child { text-align: left; font-weight: bold; }
 ul.notes { font-size: 0.75em; color: #555; margin-top: 0; }
 tr.hl td { background: #fff3c4; }
@@ -214,8 +214,8 @@ SCRIPT = r"""
       out += '<rect x="' + (x(i) - 4) + '" y="' + T + '" width="8" height="' + (H - T - B) +
         '" fill="' + (s === 'replan' ? '#e6550d' : '#08519c') + '" opacity="0.25"/>';
     }
-    for (let k = 0; k <= 4; k++) {
-      const v = yMin + (yMax - yMin) * k / 4;
+    const tick = (yMax - yMin) / 0.25 > 8 ? 0.5 : 0.25;  // round tick values
+    for (let v = Math.ceil(yMin / tick) * tick; v <= yMax + 1e-9; v += tick) {
       out += '<line x1="' + L + '" x2="' + (W - R) + '" y1="' + y(v) + '" y2="' + y(v) +
         '" stroke="#ddd"/><text x="' + (L - 4) + '" y="' + (y(v) + 4) +
         '" font-size="10" text-anchor="end">' + v.toFixed(2) + '</text>';
@@ -276,6 +276,9 @@ SCRIPT = r"""
     const m = D.metrics[p.c] || {replan_threshold: null, settle_band: null};
     const replays = D.replays[key] || [];
     const n = tr.st.length;
+    // steps.jsonl holds the episode's tokens so far: the step's own are the difference
+    const tokens = (i) => (tr.tok[i] === null ? '–' : (i > 0 && tr.ag[i] === tr.ag[i - 1] && tr.tok[i - 1] !== null
+      ? tr.tok[i] - tr.tok[i - 1] : tr.tok[i]) + '<br><small>Σ ' + tr.tok[i] + '</small>');
     const marks = tr.sig.map((s, i) => [i, str(s)]).filter(([, s]) => s === 'replan' || s === 'terminate');
     let html = '<p class="kv"><b>' + esc(p.c) + '</b>, episode ' + p.e + ', trial ' + p.t +
       (p.a !== '1' ? ', attempt ' + p.a : '') + (ep ? ': <b>' + esc(ep.outcome) + '</b>, ' + ep.steps +
@@ -300,7 +303,8 @@ SCRIPT = r"""
       html += chart(tr.st, termSeries, Math.ceil(yMax * 4) / 4, marks, Math.floor(yMin * 4) / 4);
     }
     const cols = ['step', 'sim. s', 'action', 'observation', 'tool result', 'δ_task / hidden p',
-      'controller terms', 'decision: reason', 'tokens', ...replays.map((r) => esc(r.controller) + ' (replay)')];
+      'controller terms', 'recorded decision: reason', 'tokens (Σ so far)',
+      ...replays.map((r) => esc(r.controller) + ' (replay: counterfactual)')];
     const widths = [4, 5, 14, 12, 13, 7, 16, 13, 7, ...replays.map(() => 9)];
     html += '<div class="table"><table><colgroup>' + widths.map((w) => '<col style="width:' + w + '%">').join('') +
       '</colgroup><thead><tr>' + cols.map((c) => '<th>' + c + '</th>').join('') + '</tr></thead><tbody>';
@@ -314,11 +318,12 @@ SCRIPT = r"""
         row += '<td class="' + (first ? 'cf' : '') + '">' + esc(text) + '</td>';
       }
       const err = str(tr.err[i]);
+      const agent = str(tr.ag[i]) !== str(tr.ag[0]) ? '[' + esc(str(tr.ag[i])) + '] ' : '';
       html += '<tr class="' + sig + (diverge ? ' diverge' : '') + '"><td class="n">' + tr.st[i] + '</td><td class="n">' +
-        fmt(tr.t[i], 1) + '</td><td>' + esc(str(tr.act[i])) + '</td><td>' + esc(str(tr.obs[i])) + '</td><td>' +
+        fmt(tr.t[i], 1) + '</td><td>' + agent + esc(str(tr.act[i])) + '</td><td>' + esc(str(tr.obs[i])) + '</td><td>' +
         esc(str(tr.res[i])) + (err ? ' <span class="over">[' + esc(err) + ']</span>' : '') + '</td><td class="n">' +
         fmt(tr.d[i], 3) + ' / ' + fmt(tr.p[i], 3) + '</td><td>' + termsCell(tr, i, m) + '</td><td><b>' +
-        esc(sig.toUpperCase()) + '</b>: ' + esc(str(tr.rsn[i])) + '</td><td class="n">' + (tr.tok[i] ?? '–') +
+        esc(sig.toUpperCase()) + '</b>: ' + esc(str(tr.rsn[i])) + '</td><td class="n">' + tokens(i) +
         '</td>' + row + '</tr>';
     }
     html += '</tbody></table></div>';

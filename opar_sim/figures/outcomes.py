@@ -38,6 +38,8 @@ def outcomes_figure(metrics: Mapping[str, ControllerMetrics], title: str) -> Fig
             edgecolor="white",
             linewidth=0.6,
         )
+        for name, patch in zip(names, bars.patches, strict=True):
+            patch.set_gid(f"ctl--{name}--outcome-{kind}")
         labels = [f"{s:.0%}" if s >= 0.06 else "" for s in share]
         ax.bar_label(bars, labels=labels, label_type="center", fontsize=8)
         left += share

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from opar_sim.cli.main import main
-from opar_sim.experiment.rundir import iter_episodes
+from opar_sim.experiment.rundir import iter_episodes, iter_steps
 from tests.conftest import SPEC
 
 CHROMIUM = os.environ.get("OPAR_SIM_CHROMIUM", "/usr/bin/chromium")
@@ -97,6 +97,11 @@ def test_report_renders_offline_and_opens_an_episode_trace(report: Path, tmp_pat
 
         # tables and figures fit an 800 px window: nothing scrolls sideways
         assert page.evaluate("document.documentElement.scrollWidth") <= 800
+        overflowing = (
+            "[...document.querySelectorAll('.table')]"
+            ".filter(d => d.scrollWidth > d.clientWidth).length"
+        )
+        assert page.evaluate(overflowing) == 0
 
         # the legend toggles a controller in every figure
         page.click("nav#legend button[data-controller='threshold']")
@@ -119,6 +124,14 @@ def test_report_renders_offline_and_opens_an_episode_trace(report: Path, tmp_pat
         assert page.locator("#trace table tbody tr").count() == rows[("pid", 4)]["steps"]
         assert "pid, episode 4" in page.inner_text("#trace-title")
         assert "REPLAN threshold" in page.inner_text("#trace")
+        step1 = next(
+            r
+            for r in iter_steps(report)
+            if (r["controller"], r["episode"], r["step"]) == ("pid", 4, 1)
+        )
+        first = page.inner_text("#trace table tbody tr:first-child")
+        assert f"{step1['delta_task']:.3f} / {step1['progress']:.3f}" in first
+        assert step1["action"] in first and step1["signal"].upper() in first
 
         # click the signal raster: the first row of the threshold panel is its first episode
         box = page.evaluate(
@@ -144,8 +157,15 @@ def test_report_renders_offline_and_opens_an_episode_trace(report: Path, tmp_pat
         assert diverged is not None
         page.evaluate("k => window.oparOpenTrace(k)", diverged)
         assert page.locator("#trace tr.diverge").count() == 1
+        at_step = page.evaluate(
+            "k => JSON.parse(document.getElementById('report-data').textContent)"
+            ".replays[k][0].at_step",
+            diverged,
+        )
+        assert page.inner_text("#trace tr.diverge td:first-child").strip() == str(at_step)
         assert "first divergence" in page.inner_text("#trace tr.diverge")
-        assert "threshold (replay)" in page.inner_text("#trace thead")
+        assert "threshold (replay: counterfactual)" in page.inner_text("#trace thead")
+        assert page.evaluate(overflowing) == 0  # the trace table fits too
 
         page.evaluate("k => window.oparOpenTrace(k)", "pid|4|1|1")
         page.screenshot(path=str(shot), full_page=False)
