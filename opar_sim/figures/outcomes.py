@@ -66,6 +66,21 @@ def pareto_front(costs: Sequence[float], successes: Sequence[float]) -> list[int
     return sorted(front, key=lambda i: costs[i])
 
 
+def achievable_front(
+    names: Sequence[str],
+    costs: Sequence[float],
+    successes: Sequence[float],
+    oracles: Collection[str] = (),
+) -> list[int]:
+    """The Pareto front (``pareto_front``) of the controllers not in ``oracles``, by cost.
+
+    A law that reads the hidden state is no point a real controller can reach, so
+    it neither joins the front nor pushes a real law off it.
+    """
+    real = [i for i, n in enumerate(names) if n not in oracles]
+    return [real[i] for i in pareto_front([costs[i] for i in real], [successes[i] for i in real])]
+
+
 def pareto_figure(
     metrics: Mapping[str, ControllerMetrics], title: str, oracles: Collection[str] = ()
 ) -> Figure:
@@ -107,8 +122,7 @@ def pareto_figure(
         )
         for k, artist in enumerate([*bars.lines[:1], *bars.lines[1], *bars.lines[2]]):
             artist.set_gid(f"ctl--{n}--pareto-{k}")
-    real = [i for i, n in enumerate(names) if n not in oracles]
-    front = [real[i] for i in pareto_front([cost[i] for i in real], [success[i] for i in real])]
+    front = achievable_front(names, cost, success, oracles)
     ax.step(
         [cost[i] for i in front],
         [success[i] for i in front],
