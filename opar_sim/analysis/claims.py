@@ -295,7 +295,9 @@ def claims() -> list[Claim]:
     fb_pid = Arm("experiments/flight_booking.toml")
     relay = Arm(
         "experiments/flight_booking.toml",
-        {"controller": {"name": "bang_bang", "params": {}}},
+        # the undamped relay at a demonstration setting (its fitted default, threshold
+        # 0.95, hardly ever replans): REPLAN whenever e > 0.5
+        {"controller": {"name": "bang_bang", "params": {"threshold": 0.5, "complete": 0.9}}},
         "bang_bang",
     )
     inf = "experiments/flight_booking_infeasible.toml"
