@@ -203,7 +203,17 @@ def test_an_unreachable_ollama_ends_episodes_as_backend_unavailable(tmp_path, mo
         port = s.getsockname()[1]
     monkeypatch.setenv("OLLAMA_HOST", f"127.0.0.1:{port}")
     spec = llm_spec(tmp_path, "weather", "ollama", 3)
-    assert main(["run", spec, "--out", str(tmp_path / "run")]) == 0
+    # the CLI checks the backend first and runs nothing (tests/cli/test_cli_traps.py);
+    # a backend lost during a run ends its episodes as error:backend_unavailable
+    assert main(["run", spec, "--out", str(tmp_path / "cli")]) == 2
+    from opar_sim.experiment.build import load_spec
+    from opar_sim.experiment.executors import ExecutorConfig, open_executor
+    from opar_sim.experiment.rundir import prepare_out_dir
+    from opar_sim.experiment.runner import run_experiment
+
+    prepare_out_dir(tmp_path / "run")
+    with open_executor(ExecutorConfig("serial", 1)) as executor:
+        run_experiment(load_spec(spec), tmp_path / "run", executor=executor, parallelism=1)
     (episode,) = [
         json.loads(x) for x in (tmp_path / "run" / "episodes.jsonl").read_text().splitlines()
     ]

@@ -11,6 +11,7 @@ from opar_sim.cli.commands.common import (
     add_run_flags,
     executor_config,
     out_dir,
+    require_backends,
 )
 from opar_sim.cli.llm_costs import print_llm_costs
 from opar_sim.cli.render import progress_bar
@@ -59,6 +60,7 @@ def execute(
         The finished run.
     """
     out = out_dir(args, spec.name)
+    require_backends(spec)
     if not args.resume:
         prepare_out_dir(out)
     config = executor_config(args)
