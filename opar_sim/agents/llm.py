@@ -22,7 +22,9 @@ the cache.  Every model call is logged (``drain_calls``) for the run's
 
 from __future__ import annotations
 
-from collections.abc import Generator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
@@ -46,6 +48,35 @@ from opar_sim.llm.schemas import (
 )
 
 RESULT_CHARS = 240  # tool results are cut to this many characters in the prompt
+
+
+@dataclass(frozen=True, slots=True)
+class LLMProgress:
+    """Where an LLM episode is, after each phase: for a live progress line."""
+
+    episode_step: int
+    phase: str  # plan, act or evaluate
+    tokens: int  # spent in the episode so far
+    last: str  # the last action and its result (or why it was invalid)
+    cache_hit: bool = False
+
+
+ProgressListener = Callable[[LLMProgress], None]
+_LISTENERS: list[ProgressListener] = []
+
+
+@contextmanager
+def progress_listener(listener: ProgressListener) -> Iterator[None]:
+    """Call ``listener`` after every phase of every LLM agent in this process, while open.
+
+    Episodes run in worker processes report nothing here: a live view needs
+    the serial executor (``--workers 1``, the default for LLM runs).
+    """
+    _LISTENERS.append(listener)
+    try:
+        yield
+    finally:
+        _LISTENERS.remove(listener)
 
 
 class LLMAgentParams(BaseModel):
@@ -111,6 +142,7 @@ class LLMAgent:
         self._prompt_tokens = 0
         self._last_eval: Evaluation | None = None
         self._last_step = ""
+        self._cached = False
         self._expert_hits: dict[int, tuple[int, int]] = {}
 
     # -- bookkeeping ---------------------------------------------------------------
@@ -224,6 +256,7 @@ class LLMAgent:
         cacheable = self.params.plan_cache and previous is None and not critique
         key = (self._task.goal, self._obs.text, *self._recent())
         steps = self.plan_cache.get(key) if cacheable else None
+        self._cached = steps is not None
         if steps is not None:
             self.cache_hits += 1
             self._calls.append({"step": self._step, "phase": "plan", "cache_hit": True})
@@ -251,6 +284,7 @@ class LLMAgent:
                 steps = self._plan.steps if self._plan is not None else ()
         self._plans += 1
         self._plan = Plan(self._plans, steps, 0.5, step, critique)
+        self._progress("plan", cache_hit=self._cached)
         return self._plan
 
     def act(self, env: simpy.Environment, plan: Plan) -> Generator[simpy.Event, Any, ActChoice]:
@@ -266,6 +300,7 @@ class LLMAgent:
         self.context.append("action", reply.completion_tokens)
         if reply.value is None:
             self._last_step = f"invalid output: {reply.error}"
+            self._progress("act")
             return ActChoice(None, False, "invalid_format")
         call = reply.value
         spec = task.tools.get(call.tool)
@@ -276,6 +311,7 @@ class LLMAgent:
         if spec is None or problem is not None:
             self._last_step = f"invalid action {action.label()}: {problem}"
             self._calls[-1]["error"] = "invalid_action"
+            self._progress("act")
             return ActChoice(None, False, "invalid_action")
         action = Action.of(call.tool, **spec.args.model_validate(call.args).model_dump())
         expert = action == task.expert_action()
@@ -284,6 +320,7 @@ class LLMAgent:
         self._expert_hits[plan.plan_id] = (hits, n)
         plan.quality = (hits + 1) / (n + 2)  # the share of expert actions, Laplace-smoothed
         self._last_step = action.label()
+        self._progress("act")
         return ActChoice(action, expert)
 
     def absorb(self, result: ActionResult) -> None:
@@ -333,7 +370,14 @@ class LLMAgent:
         self._calls[-1]["delta_task"] = evaluation.delta_task
         self._last_eval = evaluation
         self._history[-1] += f" | reflection: {evaluation.critique}"
+        self._progress("evaluate")
         return evaluation
+
+    def _progress(self, phase: str, cache_hit: bool = False) -> None:
+        if _LISTENERS:
+            event = LLMProgress(self._step, phase, self.cost.tokens, self._last_step, cache_hit)
+            for listener in list(_LISTENERS):
+                listener(event)
 
     def _recent(self) -> list[str]:
         n = self.params.history_steps

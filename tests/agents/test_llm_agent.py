@@ -9,7 +9,7 @@ import pytest
 
 import controllers
 import environments
-from opar_sim.agents.llm import LLMAgent, LLMAgentParams
+from opar_sim.agents.llm import LLMAgent, LLMAgentParams, progress_listener
 from opar_sim.core.limits import Limits
 from opar_sim.core.loop import run_episode
 from opar_sim.core.seeding import episode_seed
@@ -295,3 +295,22 @@ def test_the_simulated_path_never_imports_an_llm_client():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_a_progress_listener_sees_every_phase_with_tokens_and_the_last_action():
+    _, backend = scripted([WEATHER, UMBRELLA], [evaluation_reply(0.5), evaluation_reply(1.0)])
+    events = []
+    with progress_listener(events.append):
+        weather_episode(LLMAgent(backend))
+    weather_episode(LLMAgent(backend))  # closed: no more events
+    assert [(e.episode_step, e.phase) for e in events] == [
+        (1, "plan"),
+        (1, "act"),
+        (1, "evaluate"),
+        (2, "act"),
+        (2, "evaluate"),
+    ]
+    assert [e.tokens for e in events] == [120, 240, 360, 480, 600]
+    assert events[1].last == "get_weather(city=Paris)"
+    assert events[2].last.startswith("get_weather(city=Paris) -> ok: ")
+    assert events[4].last.startswith("advise(umbrella=True) -> ")

@@ -142,7 +142,10 @@ def test_tune_does_not_say_paste_when_the_tuned_gains_lost_on_held_out_seeds():
     assert "paste" not in worse and "WORSE" in worse and "keep the defaults" in worse
     assert "0.4500 tuned against 0.4000" in worse
     unclear = holdout_verdict(_result(0.40, 0.39, (-0.02, 0.04)))
-    assert "paste" not in unclear and "not distinguishable" in unclear
+    assert "paste" not in unclear and "not distinguishable" in unclear and "is better" in unclear
+    # the run measured in the brief: tune_pid, 3 trials, worse in the mean, CI across 0
+    measured = holdout_verdict(_result(0.4779, 0.4840, (-0.0302, 0.0188)))
+    assert "paste" not in measured and "not distinguishable" in measured and "is worse" in measured
     better = holdout_verdict(_result(0.40, 0.30, (0.05, 0.15)))
     assert "paste into a spec" in better
 
@@ -169,3 +172,31 @@ def test_a_directory_given_as_spec_is_named_a_directory(capsys):
     err = capsys.readouterr().err
     assert "is a directory, not a spec file" in err and "flight_booking" in err
     assert "not found" not in err
+
+
+# -- live progress and readable output ----------------------------------------------
+def test_the_studies_print_a_table_and_keep_the_json_in_a_file(tmp_path, capsys):
+    spec = str(EXPERIMENTS / "reflexion.toml")
+    argv = ["study", "learning", spec, "--episodes", "6", "--out", str(tmp_path / "s")]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "study learning" in out and "success by attempt 1" in out
+    assert "12/12 episodes" in out  # one bar over both arms
+    assert not any(line.lstrip().startswith(("{", '"')) for line in out.splitlines())
+    numbers = json.loads((tmp_path / "s" / "learning.json").read_text())
+    assert main([*argv[:-1], str(tmp_path / "j"), "--json"]) == 0
+    printed = capsys.readouterr().out
+    assert json.loads(printed[printed.index("\n{") : printed.rindex("}") + 1]) == numbers
+
+
+def test_tune_shows_a_bar_for_its_held_out_scoring(tmp_path, capsys):
+    text = (EXPERIMENTS / "tune_pid.toml").read_text()
+    text = text.replace("holdout_episodes = 2000", "holdout_episodes = 15")
+    text = text.replace("train_episodes = 300", "train_episodes = 5")
+    spec = tmp_path / "tune.toml"
+    spec.write_text(text)
+    argv = ["tune", str(spec), "--trials", "2", "--out", str(tmp_path / "t"), "--workers", "1"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    line = next(x for x in out.splitlines() if x.startswith("held-out scoring"))
+    assert "30/30" in line  # the defaults and the best gains, 15 episodes each

@@ -198,7 +198,9 @@ def test_flight_booking_episode_embedded(embedded, tmp_path, capsys):
     spec = llm_spec(tmp_path, "flight_booking", "llamacpp", 3)
     assert main(["run", spec, "--out", str(tmp_path / "run")]) == 0
     check_run(tmp_path / "run", "flight_booking")
-    assert "tokens/step" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "tokens/step" in out
+    assert "  step 1 evaluate: " in out and "tokens; last: " in out  # the live step lines
 
 
 def test_the_same_seed_gives_the_same_simulated_seconds_whatever_the_wall_time(embedded, tmp_path):

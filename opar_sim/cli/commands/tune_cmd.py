@@ -82,7 +82,15 @@ def run(args: argparse.Namespace, console: Console) -> int:
     )
     with open_executor(config) as executor, progress_bar(console, unit="") as bar:
         job = bar.add_task("trials", total=settings.trials)
-        evaluate = executor_evaluate(data, executor, config.parallelism, parse_spec)
+        # after the trials: the defaults and the best gains on the held-out seeds
+        held = 2 * settings.holdout_episodes * len(spec.controller_list())
+        scoring = bar.add_task("held-out scoring", total=held, visible=False)
+
+        def on_chunk(episodes: int) -> None:
+            if bar.tasks[job].finished:
+                bar.update(scoring, advance=episodes, visible=True)
+
+        evaluate = executor_evaluate(data, executor, config.parallelism, parse_spec, on_chunk)
         result = tune(settings, evaluate, spec.seed, on_trial=lambda _t: bar.advance(job))
     out.mkdir(parents=True, exist_ok=True)
     figures = _write(out, spec.name, settings.space, result)
@@ -160,17 +168,19 @@ def holdout_verdict(result: TuneResult) -> str:
         f"spec's defaults (lower is better; improvement {h.improvement:+.4f}, "
         f"95% CI {lo:+.4f} to {hi:+.4f})"
     )
-    if h.improvement > 0 and lo > 0:
+    if lo > 0:
         return (
             f"best gains: better than the defaults on held-out seeds, {scores}; paste into a spec:"
         )
-    if h.improvement > 0:
+    if hi < 0:
         return (
-            f"best gains: not distinguishable from the defaults on held-out seeds, {scores}; "
-            "the training gain may be noise (more held-out episodes would tell). The gains:"
+            f"best gains: WORSE than the spec's defaults on held-out seeds, {scores}: they fit "
+            "the training seeds only; keep the defaults (more training episodes or trials may "
+            "help). The tuned gains, for reference only:"
         )
+    side = "better" if h.improvement > 0 else "worse"
     return (
-        f"best gains: WORSE than the spec's defaults on held-out seeds, {scores}: they fit the "
-        "training seeds only; keep the defaults (more training episodes or trials may help). "
+        f"best gains: not distinguishable from the spec's defaults on held-out seeds (the mean "
+        f"is {side}), {scores}; keep the defaults unless more held-out episodes show a gain. "
         "The tuned gains, for reference only:"
     )
