@@ -33,6 +33,8 @@ RANKS = {
     "opar_sim.metrics": 3,  # the contract's import path of the analysis metrics
     "opar_sim.figures": 4,
     "opar_sim.registry": 4,  # the catalogue of every pluggable kind, for the command line
+    "opar_sim.api": 4,  # the Python API: run, compare, load_run
+    "opar_sim.gym": 4,  # the Gymnasium environment of the Reflect decision
     "opar_sim.cli": 5,
 }
 
@@ -83,6 +85,12 @@ def _imports(module: str, path: Path) -> set[str]:
 
 
 GRAPH = {module: _imports(module, path) for module, path in MODULES.items()}
+
+# The root package names the Python API for type checkers only (``if TYPE_CHECKING``) and
+# loads it lazily on first use (``opar_sim.__getattr__``): that is no import of the API at
+# run time, which ``test_the_root_package_loads_the_api_lazily`` checks.
+LAZY = {"opar_sim.api"}
+GRAPH["opar_sim"] -= LAZY
 
 
 def _rank(module: str) -> int:
@@ -176,3 +184,17 @@ def test_nothing_below_the_command_line_imports_it():
 
 def test_every_import_goes_down_the_layers():
     assert _violations(lambda m, t: _rank(t) <= _rank(m)) == []
+
+
+def test_the_root_package_loads_the_api_lazily():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, opar_sim; before = 'opar_sim.api' in sys.modules; "
+        "opar_sim.run; print(before, 'opar_sim.api' in sys.modules, opar_sim.run.__module__)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT
+    )
+    assert out.stdout.split() == ["False", "True", "opar_sim.api"]
