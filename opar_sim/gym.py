@@ -186,7 +186,7 @@ class ReflectEnv(gymnasium.Env[Observation, np.int64]):
             self._result = None
             return self._observe(pause.evaluation, pause.ctx), None
         last = self._result.steps[-1] if self._result.steps else None
-        if last is None:
+        if last is None or last.evaluation is None:
             return _empty(), self._result
         ctx = ReflectContext(
             last.step, last.time, 0.0, last.plan_age, last.plan_exhausted, last.replans

@@ -4,8 +4,9 @@ A controller name of that form (``run --controller``, ``compare --controllers``,
 ``[controller] name`` or a ``[[compare]]`` entry) loads the file, takes the
 class and registers it in the controller registry under the reference itself
 (its instances are named so), so the run directory names it and every worker
-process (which builds the spec again) loads the same file.  A relative path is resolved against the working
-directory.  Nothing needs packaging or an entry point.
+process (which builds the spec again) loads the same file.  A relative path
+is resolved against the working directory.  Nothing needs packaging or an
+entry point.
 """
 
 from __future__ import annotations
@@ -90,7 +91,7 @@ def load_controller(ref: str) -> str:
 
 
 def _named(cls: Callable[..., Any], ref: str) -> Callable[..., Any]:
-    """A factory of ``cls`` whose instances are named ``ref``, as the spec and the files name them."""
+    """A factory of ``cls`` whose instances are named ``ref``, as the spec names them."""
 
     def make(**params: Any) -> Any:
         made = cls(**params)

@@ -17,7 +17,6 @@ from opar_sim.cli.commands.run_cmd import execute
 from opar_sim.cli.tables import comparison_table, response_table, world_table
 from opar_sim.experiment.build import load_spec
 from opar_sim.experiment.edit import with_controllers, with_overrides
-from opar_sim.experiment.spec import ExperimentSpec
 from opar_sim.figures import write_figures
 
 NAME = "compare"

@@ -33,7 +33,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_confirm_flag(parser)
     parser.add_argument(
         "--controller",
-        help="use this registered controller (see `list`), or your own as path/to/file.py:ClassName",
+        help="use this registered controller (see `list`), or your own as "
+        "path/to/file.py:ClassName",
     )
     parser.add_argument(
         "--agent",
