@@ -11,7 +11,9 @@ from opar_sim.cli.commands import (
     calibrate_cmd,
     claims_cmd,
     compare_cmd,
+    diff_cmd,
     doctor_cmd,
+    init_cmd,
     list_cmd,
     plot_cmd,
     relay_cmd,
@@ -40,6 +42,8 @@ COMMANDS: tuple[ModuleType, ...] = (
     shootout_cmd,
     ablate_cmd,
     claims_cmd,
+    diff_cmd,
+    init_cmd,
 )
 
 __all__ = ["COMMANDS"]
