@@ -225,7 +225,7 @@ def render() -> str:
         "",
     ]
     for name in environments.names():
-        factory = environments.registry.TASKS.factory(name)
+        factory: Any = environments.registry.TASKS.factory(name)
         lines += [f"### `{name}`", "", _doc(factory), ""]
         params = getattr(factory, "Params", None)
         found = _model_params(params) if params is not None else _signature_params(factory)
@@ -245,9 +245,9 @@ def render() -> str:
         "",
     ]
     for name in controllers.names():
-        factory = controllers.registry.CONTROLLERS.factory(name)
-        lines += [f"### `{name}`", "", _doc(factory), ""]
-        lines += [*_params_rows(_signature_params(factory)), ""]
+        law: Any = controllers.registry.CONTROLLERS.factory(name)
+        lines += [f"### `{name}`", "", _doc(law), ""]
+        lines += [*_params_rows(_signature_params(law)), ""]
     return "\n".join(lines).rstrip() + "\n"
 
 
