@@ -34,6 +34,7 @@ import numpy as np
 
 from opar_sim.api import SpecLike, spec_of
 from opar_sim.core.controller import ReflectContext
+from opar_sim.core.extras import install_hint
 from opar_sim.core.loop import run_episode
 from opar_sim.core.seeding import episode_seed
 from opar_sim.core.types import ControlSignal, Decision, EpisodeResult, Evaluation
@@ -45,9 +46,7 @@ try:
     import gymnasium
     from gymnasium import spaces
 except ImportError as exc:  # the optional extra
-    raise ImportError(
-        "opar_sim.gym needs gymnasium: install the gym extra (pip install -e '.[gym]')"
-    ) from exc
+    raise ImportError(f"opar_sim.gym needs gymnasium: {install_hint('gym')}") from exc
 
 ENV_ID = "opar_sim/Reflect-v0"
 ACTIONS: tuple[tuple[ControlSignal, bool], ...] = (
