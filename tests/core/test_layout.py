@@ -1,6 +1,6 @@
 """The import graph of the shipped packages: no circles, and every import respects the layers.
 
-The layers, bottom to top (DESIGN.md §4): the kernel ``opar_sim.core`` imports
+The layers, bottom to top (docs/design.md §4): the kernel ``opar_sim.core`` imports
 nothing else of the project; ``controllers`` and ``environments`` import only
 the kernel; the agents and the LLM backends build on those; experiment
 running and analysis on them; figures on analysis; the command line on
