@@ -30,6 +30,7 @@ import controllers
 import environments
 from environments import ToolParams
 from opar_sim.agents.simulated import SimulatedAgentParams
+from opar_sim.experiment.plugins import is_file_ref
 from opar_sim.experiment.spec import ExperimentSpec
 
 COMMAND = "python -m opar_sim.experiment.reference --write docs/spec-reference.md"
@@ -245,6 +246,8 @@ def render() -> str:
         "",
     ]
     for name in controllers.names():
+        if is_file_ref(name):  # a user's file loaded in this process: not part of the reference
+            continue
         law: Any = controllers.registry.CONTROLLERS.factory(name)
         lines += [f"### `{name}`", "", _doc(law), ""]
         lines += [*_params_rows(_signature_params(law)), ""]

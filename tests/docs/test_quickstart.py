@@ -11,11 +11,12 @@ import runpy
 from tests.conftest import EXPERIMENTS, ROOT
 
 QUICKSTART = ROOT / "docs" / "quickstart.md"
+README = ROOT / "README.md"
 BLOCK = re.compile(r"(?:<!-- file: (?P<file>\S+) -->\n)?```python\n(?P<code>.*?)```", re.S)
 
 
-def blocks() -> list[tuple[str | None, str]]:
-    return [(m["file"], m["code"]) for m in BLOCK.finditer(QUICKSTART.read_text("utf-8"))]
+def blocks(page=QUICKSTART) -> list[tuple[str | None, str]]:
+    return [(m["file"], m["code"]) for m in BLOCK.finditer(page.read_text("utf-8"))]
 
 
 def test_the_quickstart_has_code_and_a_file_block():
@@ -40,3 +41,17 @@ def test_the_quickstart_runs(tmp_path, monkeypatch, capsys):
     assert namespace["run"].summary["pid"]["episodes"] == 40
     printed = capsys.readouterr().out
     assert "my_law.py:Patient" in printed
+
+
+def test_the_readmes_python_runs(tmp_path, monkeypatch):
+    (tmp_path / "experiments").symlink_to(EXPERIMENTS)
+    monkeypatch.chdir(tmp_path)
+    (code,) = [code for _, code in blocks(README)]
+    namespace = runpy.run_path(_write(tmp_path / "readme.py", code), run_name="__main__")
+    assert namespace["run"].summary["pid"]["episodes"] == 50
+    assert (tmp_path / "runs" / "py" / "episodes.jsonl").is_file()
+
+
+def _write(path, code):
+    path.write_text(code, encoding="utf-8")
+    return str(path)
