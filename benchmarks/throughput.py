@@ -1,7 +1,7 @@
 """Loop throughput against the floor, measured side by side in one process.
 
 The floor is a bare SimPy process with four timeouts and a PID update per
-step (DESIGN.md §5).  The OPAR step is a full step of the simulated agent on
+step (docs/design.md §5).  The OPAR step is a full step of the simulated agent on
 flight_booking with its record serialised to a JSON line.  The ratio is what
 matters: absolute numbers move with the machine's load.
 

@@ -1,6 +1,6 @@
 """A discrete PID to control-engineering standard, clocked by simulated seconds.
 
-Built with no options it is the textbook discrete PID of DESIGN.md §6:
+Built with no options it is the textbook discrete PID of docs/design.md §6:
 
 * P = kp·e
 * I = Σ ki·e·dt (the integral stores ki·e·dt, not Σ e·dt, so a change of ki

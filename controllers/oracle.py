@@ -3,7 +3,7 @@
 No real controller can see the hidden state; this one is declared to read it
 (``TruthReader``: the loop hands it the episode's truth probe).  It is a
 strong hidden-state heuristic, not a bound: other laws still succeed on some
-episodes where it fails (the Bayes-optimal law is a later issue's).  It
+episodes where it fails (opar-sim has no Bayes-optimal law yet).  It
 stops exactly when the task is complete, gives up exactly when the task is
 infeasible, and replans when the current plan is bad: its *effective*
 quality — the chance the agent's next step is the expert's action, context

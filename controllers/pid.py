@@ -8,7 +8,7 @@ The error is e = setpoint − δ_task (set-point 1: task complete).  A
 * D = kd·de/dt — the error's trend (approaching or drifting away),
 
 dt being the simulated seconds between Reflect phases.  Built with no options
-``update`` is exactly the textbook discrete PID (DESIGN.md §6).  The set-point
+``update`` is exactly the textbook discrete PID (docs/design.md §6).  The set-point
 is constant during an episode, so e − e_prev = −(δ_task − δ_task,prev): with
 ``derivative_on = "measurement"`` the D term equals the one on the error,
 step for step (up to float rounding in the subtraction); the option only

@@ -1,4 +1,4 @@
-"""The stable import path of the step-response metrics (DESIGN.md §6).
+"""The stable import path of the step-response metrics (docs/design.md §6).
 
 ``opar_sim.metrics.step_info`` is part of the contract; the metrics live in
 ``opar_sim.analysis.metrics``.

@@ -2,7 +2,7 @@
 
 Every element appended to C_t (goal, observation, plan, action, result,
 reflection) has a token count; the simulated agent's plan quality degrades as
-the total grows past a knee (DESIGN.md §3).  ``begin_step`` opens the slice of
+the total grows past a knee (docs/design.md §3).  ``begin_step`` opens the slice of
 one loop iteration, so ``compress`` (step 2.5) can fold the older iterations
 into a single memory entry that costs fewer tokens.
 """

@@ -1,4 +1,4 @@
-"""The simulated agent: a seeded noisy expert (DESIGN.md §3).
+"""The simulated agent: a seeded noisy expert (docs/design.md §3).
 
 Each plan has a hidden quality q ~ Beta(α, β): the chance that a step of the
 plan is the task's expert action (otherwise a plausible wrong one).  A REPLAN

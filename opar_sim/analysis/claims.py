@@ -1,6 +1,6 @@
-"""Claims as code: every number the README states, regenerated on evaluation seeds.
+"""Claims as code: every number the docs state (docs/results.md), regenerated on evaluation seeds.
 
-A ``Claim`` is the README's sentence, the shipped specs (and overrides) its
+A ``Claim`` is the docs' sentence, the shipped specs (and overrides) its
 arms run, and a function that computes the claimed value with its 95 %
 interval from the arms' episodes: a Wilson interval for a rate, a paired
 bootstrap (``paired_interval``) for a difference of means, and for a

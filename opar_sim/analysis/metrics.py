@@ -1,4 +1,4 @@
-"""Step-response metrics of the progress signal (DESIGN.md §6).
+"""Step-response metrics of the progress signal (docs/design.md §6).
 
 An episode is a step response: the set-point jumps to "task complete" (1.0)
 at time 0 and the loop drives progress toward it.  ``step_info`` applies

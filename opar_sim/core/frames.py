@@ -1,13 +1,13 @@
-"""``.to_frame()`` support: pandas is optional (``pip install 'opar-sim[analysis]'``)."""
+"""``.to_frame()`` support: pandas is optional (the ``analysis`` extra)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-PANDAS_MISSING = (
-    ".to_frame() needs pandas, which is not installed: pip install 'opar-sim[analysis]'"
-)
+from opar_sim.core.extras import install_hint
+
+PANDAS_MISSING = f".to_frame() needs pandas, which is not installed: {install_hint('analysis')}"
 
 
 def to_frame(rows: Sequence[Mapping[str, Any]], index: Sequence[str] | None = None) -> Any:

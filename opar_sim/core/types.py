@@ -144,7 +144,7 @@ class Decision:
 
 
 class Outcome(enum.Enum):
-    """Outcome kinds (DESIGN.md §2); truncations and errors carry a reason.
+    """Outcome kinds (docs/design.md §2); truncations and errors carry a reason.
 
     A TERMINATE is judged from the world's state first and the controller's
     claim second (``Decision.give_up``):

@@ -28,6 +28,7 @@ from opar_sim.core.limits import Limits
 from opar_sim.core.registry import ParameterError
 from opar_sim.core.supervisor import Supervisor
 from opar_sim.core.task import Task
+from opar_sim.experiment.plugins import is_file_ref, load_controller
 from opar_sim.experiment.spec import (
     AgentSpec,
     ControllerSpec,
@@ -136,6 +137,11 @@ def _build(spec: ExperimentSpec, source: str) -> Components:
     make_agent = _agent_factory(a, source)
     made: list[tuple[str, Callable[[], Controller]]] = []
     for c in spec.controller_list():
+        if is_file_ref(c.name):  # a user's law from a file: loaded and registered here
+            try:
+                load_controller(c.name)
+            except SpecError as exc:
+                raise SpecError(f"{source}: {exc}") from None
         try:
             controllers.make(c.name, **c.params)
         except ValueError as exc:

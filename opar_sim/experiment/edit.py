@@ -131,3 +131,18 @@ def with_overrides(
     if not changes:
         return spec
     return apply_changes(spec, changes, "command line")
+
+
+def with_controllers(spec: ExperimentSpec, names: list[str]) -> ExperimentSpec:
+    """``spec`` comparing ``names``; a controller the spec configures keeps its parameters.
+
+    Args:
+        spec: The spec.
+        names: Registered controller names (or ``file.py:ClassName`` references).
+
+    Returns:
+        The spec with ``compare`` set to ``names``, validated and built.
+    """
+    configured = {c.name: c.params for c in [spec.controller, *spec.compare]}
+    compare = [{"name": n, "params": configured.get(n, {})} for n in names]
+    return apply_changes(spec, {"compare": compare}, "--controllers")

@@ -18,6 +18,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Literal, ParamSpec, TypeVar
 
+from opar_sim.core.extras import install_hint
+
 P = ParamSpec("P")
 T = TypeVar("T")
 
@@ -81,7 +83,7 @@ def _dask_client(config: ExecutorConfig) -> Iterator[Any]:
     try:
         from distributed import Client, LocalCluster
     except ImportError:
-        raise ExecutorError("dask is not installed: pip install 'opar-sim[dask]'") from None
+        raise ExecutorError(f"dask is not installed: {install_hint('dask')}") from None
     if config.scheduler:
         try:
             client = Client(config.scheduler, timeout=DASK_CONNECT_TIMEOUT)  # type: ignore[no-untyped-call]

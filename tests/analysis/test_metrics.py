@@ -1,4 +1,4 @@
-"""step_info follows python-control's definitions with final value 1.0 (DESIGN.md §6)."""
+"""step_info follows python-control's definitions with final value 1.0 (docs/design.md §6)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The cognitive PID: the textbook discrete PID of DESIGN.md §6, exactly."""
+"""The cognitive PID: the textbook discrete PID of docs/design.md §6, exactly."""
 
 from __future__ import annotations
 

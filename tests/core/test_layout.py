@@ -1,6 +1,6 @@
 """The import graph of the shipped packages: no circles, and every import respects the layers.
 
-The layers, bottom to top (DESIGN.md §4): the kernel ``opar_sim.core`` imports
+The layers, bottom to top (docs/design.md §4): the kernel ``opar_sim.core`` imports
 nothing else of the project; ``controllers`` and ``environments`` import only
 the kernel; the agents and the LLM backends build on those; experiment
 running and analysis on them; figures on analysis; the command line on
@@ -34,6 +34,8 @@ RANKS = {
     "opar_sim.metrics": 3,  # the contract's import path of the analysis metrics
     "opar_sim.figures": 4,
     "opar_sim.registry": 4,  # the catalogue of every pluggable kind, for the command line
+    "opar_sim.api": 4,  # the Python API: run, compare, load_run
+    "opar_sim.gym": 4,  # the Gymnasium environment of the Reflect decision
     "opar_sim.cli": 5,
 }
 
@@ -84,6 +86,12 @@ def _imports(module: str, path: Path) -> set[str]:
 
 
 GRAPH = {module: _imports(module, path) for module, path in MODULES.items()}
+
+# The root package names the Python API for type checkers only (``if TYPE_CHECKING``) and
+# loads it lazily on first use (``opar_sim.__getattr__``): that is no import of the API at
+# run time, which ``test_the_root_package_loads_the_api_lazily`` checks.
+LAZY = {"opar_sim.api"}
+GRAPH["opar_sim"] -= LAZY
 
 
 def _rank(module: str) -> int:
@@ -177,3 +185,17 @@ def test_nothing_below_the_command_line_imports_it():
 
 def test_every_import_goes_down_the_layers():
     assert _violations(lambda m, t: _rank(t) <= _rank(m)) == []
+
+
+def test_the_root_package_loads_the_api_lazily():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, opar_sim; before = 'opar_sim.api' in sys.modules; "
+        "opar_sim.run; print(before, 'opar_sim.api' in sys.modules, opar_sim.run.__module__)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT
+    )
+    assert out.stdout.split() == ["False", "True", "opar_sim.api"]

@@ -1,7 +1,7 @@
 """Golden digests: the shipped experiments give the same bytes as before the layout change.
 
 The digests in ``golden_digests.json`` were recorded before the packages were
-reorganised (issue 10); a change that moves code must leave every
+reorganised into the layers of docs/design.md §4; a change that moves code must leave every
 ``episodes.jsonl`` and ``steps.jsonl`` byte-identical, and ``summary.json`` too.
 A change that alters random streams or results on purpose regenerates them with
 ``OPAR_SIM_REGOLD=1 pytest tests/experiment/test_golden.py`` and says so in its commit.

@@ -12,8 +12,10 @@ from opar_sim.cli.commands import (
     calibrate_cmd,
     claims_cmd,
     compare_cmd,
+    diff_cmd,
     doctor_cmd,
     export_cmd,
+    init_cmd,
     list_cmd,
     plot_cmd,
     refit_cmd,
@@ -48,6 +50,8 @@ COMMANDS: tuple[ModuleType, ...] = (
     claims_cmd,
     refit_cmd,
     traces_cmd,
+    diff_cmd,
+    init_cmd,
 )
 
 __all__ = ["COMMANDS"]

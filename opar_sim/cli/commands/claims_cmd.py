@@ -1,4 +1,4 @@
-"""``opar-sim claims [--quick] [--out DIR]``: every number the README states, regenerated.
+"""``opar-sim claims [--quick] [--out DIR]``: every number the docs state, regenerated.
 
 The claims are defined in ``opar_sim.analysis.claims`` (sentence, shipped
 specs and overrides, seeds, measure); this command runs their arms on the
@@ -36,7 +36,7 @@ from opar_sim.experiment.executors import open_executor
 from opar_sim.experiment.rundir import prepare_out_dir
 
 NAME = "claims"
-HELP = "regenerate every number the README states, with intervals and verdicts"
+HELP = "regenerate every number the docs state (docs/results.md), with intervals and verdicts"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import time
 from pathlib import Path
 
 from opar_sim.experiment.executors import ExecutorConfig
+from opar_sim.experiment.rundir import default_run_dir
 from opar_sim.experiment.spec import ExperimentSpec
 
 
@@ -83,7 +83,7 @@ def out_dir(args: argparse.Namespace, name: str) -> Path:
 
 def default_out(name: str) -> Path:
     """A fresh run directory under runs/."""
-    return Path("runs") / name / time.strftime("%Y%m%d-%H%M%S")
+    return default_run_dir(name)
 
 
 def require_backends(spec: ExperimentSpec, timeout: float = 5.0) -> None:

@@ -16,8 +16,7 @@ from opar_sim.cli.commands.common import (
 from opar_sim.cli.commands.run_cmd import execute
 from opar_sim.cli.tables import comparison_table, response_table, world_table
 from opar_sim.experiment.build import load_spec
-from opar_sim.experiment.edit import apply_changes, with_overrides
-from opar_sim.experiment.spec import ExperimentSpec
+from opar_sim.experiment.edit import with_controllers, with_overrides
 from opar_sim.figures import write_figures
 
 NAME = "compare"
@@ -30,8 +29,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_confirm_flag(parser)
     parser.add_argument(
         "--controllers",
-        help="comma-separated registered controllers, e.g. pid,threshold,oracle "
-        "(default: the spec's [[compare]] list)",
+        help="comma-separated registered controllers, e.g. pid,threshold,oracle, or your own "
+        "as path/to/file.py:ClassName (default: the spec's [[compare]] list)",
     )
     parser.add_argument(
         "--detail",
@@ -53,13 +52,6 @@ def parse_names(text: str) -> list[str]:
     if not names:
         raise UsageError("--controllers: give at least one controller name, e.g. pid,threshold")
     return names
-
-
-def with_controllers(spec: ExperimentSpec, names: list[str]) -> ExperimentSpec:
-    """``spec`` comparing ``names``; a controller the spec configures keeps its parameters."""
-    configured = {c.name: c.params for c in [spec.controller, *spec.compare]}
-    compare = [{"name": n, "params": configured.get(n, {})} for n in names]
-    return apply_changes(spec, {"compare": compare}, "--controllers")
 
 
 def run(args: argparse.Namespace, console: Console) -> int:

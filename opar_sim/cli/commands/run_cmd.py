@@ -33,7 +33,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The run flags, ``--controller`` (replaces the spec's controllers) and ``--agent`` kind."""
     add_run_flags(parser)
     add_confirm_flag(parser)
-    parser.add_argument("--controller", help="use this registered controller (see `list`)")
+    parser.add_argument(
+        "--controller",
+        help="use this registered controller (see `list`), or your own as "
+        "path/to/file.py:ClassName",
+    )
     parser.add_argument(
         "--agent",
         choices=("simulated", "llm"),

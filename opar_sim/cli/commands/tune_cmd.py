@@ -19,6 +19,7 @@ from opar_sim.cli.commands.common import (
 )
 from opar_sim.cli.render import progress_bar
 from opar_sim.cli.tables import TextTable
+from opar_sim.core.extras import install_hint
 from opar_sim.experiment.build import load_spec, parse_spec
 from opar_sim.experiment.edit import with_overrides
 from opar_sim.experiment.executors import open_executor
@@ -57,7 +58,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
     try:
         import optuna  # noqa: F401
     except ImportError:
-        raise UsageError("optuna is not installed: pip install 'opar-sim[tune]'") from None
+        raise UsageError(f"optuna is not installed: {install_hint('tune')}") from None
     spec = with_overrides(load_spec(args.spec), seed=args.seed)
     if spec.tune is None:
         raise UsageError(f"{args.spec}: no [tune] table: nothing to tune")

@@ -10,6 +10,7 @@ appended whole and flushed; readers skip a half-written last line, and
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any
@@ -30,6 +31,18 @@ RUN_FILES = (SPEC_FILE, EPISODES_FILE, STEPS_FILE, SUMMARY_FILE)
 
 class RunDirError(ValueError):
     """The path is not a readable run directory."""
+
+
+def default_run_dir(name: str) -> Path:
+    """A fresh run directory for ``name``: ``runs/NAME/TIMESTAMP`` under the working directory.
+
+    Args:
+        name: The spec's (or command's) name.
+
+    Returns:
+        The path, not created.
+    """
+    return Path("runs") / name / time.strftime("%Y%m%d-%H%M%S")
 
 
 def prepare_out_dir(out: Path) -> None:

@@ -1,0 +1,137 @@
+"""``opar-sim diff RUNDIR RUNDIR``: two runs compared per controller, paired on common episodes."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from pathlib import Path
+
+from rich.console import Console
+
+from opar_sim.analysis.diff import RunDiff, diff_runs
+from opar_sim.analysis.stats import Estimate
+from opar_sim.cli.commands.common import UsageError
+from opar_sim.cli.tables import TextTable
+from opar_sim.experiment.rundir import RunDirError
+
+NAME = "diff"
+HELP = "compare two run directories per controller (B - A, paired on the episodes both hold)"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The two run directories and ``--json``."""
+    parser.add_argument("a", type=Path, help="the baseline run directory (A)")
+    parser.add_argument("b", type=Path, help="the run directory compared with it (B)")
+    parser.add_argument("--json", action="store_true", help="print the differences as JSON")
+
+
+def _signed(e: Estimate, fmt: str, scale: float = 1.0) -> str:
+    if math.isnan(e.mean):
+        return "–"
+    m, lo, hi = (scale * v for v in (e.mean, e.low, e.high))
+    return f"{m:+{fmt}} ({lo:+{fmt}} to {hi:+{fmt}})"
+
+
+def diff_table(d: RunDiff) -> TextTable:
+    """The table of ``diff``: each run's success and B − A with 95 % intervals.
+
+    Args:
+        d: The comparison.
+
+    Returns:
+        One row per controller both runs hold.
+    """
+    rows = [
+        [
+            c.controller,
+            str(c.common),
+            f"{c.success_a.rate:.1%}",
+            f"{c.success_b.rate:.1%}",
+            _signed(c.success_diff, ".1f", 100.0),
+            f"{c.mcnemar_p:.2g}",
+            _signed(c.diffs["steps"], ".2f"),
+            _signed(c.diffs["tokens"], ",.0f"),
+            _signed(c.diffs["replans"], ".2f"),
+        ]
+        for c in d.controllers
+    ]
+    worlds = (
+        "same seed and task: episode i is the same world in both runs (common random numbers)"
+        if d.same_worlds
+        else "seed or task differ: pairs match episode numbers only, not worlds"
+    )
+    notes = [
+        f"A = {d.a}, B = {d.b}; B − A per episode over the episodes both hold (n); {worlds}",
+        "success in points (paired bootstrap 95% CI, exact McNemar p); steps, tokens and "
+        "REPLANs per episode (paired bootstrap 95% CI)",
+    ]
+    if d.only_a or d.only_b:
+        only_a, only_b = ", ".join(d.only_a) or "none", ", ".join(d.only_b) or "none"
+        notes.append(f"only in A: {only_a}; only in B: {only_b}")
+    return TextTable(
+        "diff: B − A per controller",
+        [
+            "controller",
+            "n",
+            "success A",
+            "success B",
+            "Δ success, pts",
+            "p",
+            "Δ steps",
+            "Δ tokens",
+            "Δ REPLANs",
+        ],
+        rows,
+        notes,
+    )
+
+
+def _as_json(d: RunDiff) -> dict[str, object]:
+    def est(e: Estimate) -> dict[str, float | None]:
+        return {k: (None if math.isnan(v) else v) for k, v in e.to_dict().items()}
+
+    return {
+        "a": str(d.a),
+        "b": str(d.b),
+        "same_worlds": d.same_worlds,
+        "only_a": d.only_a,
+        "only_b": d.only_b,
+        "controllers": {
+            c.controller: {
+                "n_a": c.n_a,
+                "n_b": c.n_b,
+                "common": c.common,
+                "success_a": c.success_a.rate,
+                "success_b": c.success_b.rate,
+                "success_diff": est(c.success_diff),
+                "mcnemar_p": c.mcnemar_p,
+                **{f"{q}_diff": est(e) for q, e in c.diffs.items()},
+                **{f"{q}_a": v for q, v in c.means_a.items()},
+                **{f"{q}_b": v for q, v in c.means_b.items()},
+            }
+            for c in d.controllers
+        },
+    }
+
+
+def run(args: argparse.Namespace, console: Console) -> int:
+    """Print the per-controller differences of run B against run A.
+
+    Returns:
+        0.
+    """
+    try:
+        d = diff_runs(args.a, args.b)
+    except RunDirError as exc:
+        raise UsageError(str(exc)) from None
+    if not d.controllers:
+        raise UsageError(
+            f"diff: {args.a} and {args.b} share no controller "
+            f"(A: {', '.join(d.only_a)}; B: {', '.join(d.only_b)})"
+        )
+    if args.json:
+        console.print_json(json.dumps(_as_json(d)))
+    else:
+        console.print(diff_table(d).to_rich())
+    return 0
