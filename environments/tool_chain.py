@@ -7,17 +7,21 @@ Goal
     relative weights of 0, 1, 2, … writes) and is known before running it: it is
     the world's feature ``write_actions`` (with ``actions``, the length of the
     expert's sequence), recorded with each episode as an imported run records it.
+    The first lookups number ``reads``, or are drawn per world in
+    ``reads``..``reads_max``.
 Tools
     ``lookup(key)`` reads a record: the next required one moves the task on,
     any other is a harmless wasted call.  ``write(key)`` changes the database:
     the next required write moves the task on; any other write corrupts the
     database for good (a real agent's wrong cancellation or booking).
 Observation
-    Which of the expert's steps the agent has done.  A wrong write looks like
-    an ordinary call: the agent cannot tell the database is corrupted, so its
-    visible progress keeps counting the required steps done.
+    How many of the expert's steps the agent believes done.  A wrong write
+    looks like a required step done right (a real agent's booking with the
+    wrong fare believes itself done): the agent cannot tell the database is
+    corrupted, and its visible progress counts one step more.
 Progress
-    Required steps done / ``actions``; 1.0 once every one is done.
+    Required steps done / ``actions``; 1.0 once every one is done (a world
+    with nothing to do, no lookup and no write, is done from the start).
 Termination
     Complete when every required step is done and no wrong write happened.
     Infeasible from the first wrong write on: stopping after it is premature.
@@ -51,7 +55,13 @@ class ToolChainParams(BaseModel):
         min_length=1,
         description="relative weights of 0, 1, 2, ... required writes per world",
     )
-    reads: int = Field(2, ge=1, le=50, description="lookups before anything else")
+    reads: int = Field(2, ge=0, le=50, description="lookups before anything else")
+    reads_max: int | None = Field(
+        None,
+        ge=0,
+        le=50,
+        description="if set, each world's lookups are uniform in reads..reads_max",
+    )
     reads_per_write: int = Field(2, ge=0, le=50, description="lookups each write needs first")
     wrong_write_share: float = Field(
         0.3, ge=0, le=1, description="share of the agent's wrong actions that are wrong writes"
@@ -84,6 +94,7 @@ class ToolChain(SimTask):
         self.writes = 0
         self._sequence: tuple[Action, ...] = ()
         self.done = 0
+        self.seen = 0  # the required steps the agent believes done
         self.broken = False
 
     @property
@@ -96,35 +107,42 @@ class ToolChain(SimTask):
         total = sum(weights)
         self.writes = int(self.rng.choice(len(weights), p=[w / total for w in weights]))
         p = self.params
-        steps = [Action.of("lookup", key=f"record {i}") for i in range(p.reads)]
+        reads = p.reads
+        if p.reads_max is not None and p.reads_max > p.reads:
+            reads = int(self.rng.integers(p.reads, p.reads_max + 1))
+        steps = [Action.of("lookup", key=f"record {i}") for i in range(reads)]
         for w in range(self.writes):
             steps += [Action.of("lookup", key=f"detail {w}.{i}") for i in range(p.reads_per_write)]
             steps.append(Action.of("write", key=f"change {w}"))
         self._sequence = tuple(steps)
         self.done = 0
+        self.seen = 0
         self.broken = False
 
     def _apply(self, action: Action) -> ActionResult:
         nxt = self._sequence[self.done] if self.done < len(self._sequence) else None
         if nxt is not None and action == nxt:
             self.done += 1
+            self.seen = max(self.seen, self.done)
         elif action.tool == "write":
             self.broken = True
+            self.seen = min(len(self._sequence), self.seen + 1)  # it looks like a step done
         if action.tool == "write":
             return ActionResult(True, "done", 0.0, tokens=10)
         tokens = self.params.result_tokens
         return ActionResult(True, f"{action.arg('key')}: ...", 0.0, tokens=tokens)
 
     def observe(self) -> Observation:
-        """The required steps done so far (a wrong write does not show)."""
+        """The required steps the agent believes done (a wrong write looks right)."""
         n = len(self._sequence)
-        text = f"{self.done} of {n} required steps done"
-        return Observation(text, self.done / n, tokens=16)
+        text = f"{self.seen} of {n} required steps done"
+        return Observation(text, self.seen / n if n else 1.0, tokens=16)
 
     @property
     def progress(self) -> float:
         """Required steps done / all; a corrupted database caps it below 1."""
-        value = self.done / len(self._sequence)
+        n = len(self._sequence)
+        value = self.done / n if n else 1.0
         return min(value, 0.99) if self.broken else value
 
     @property

@@ -36,7 +36,7 @@ import numpy as np
 
 from opar_sim.agents.simulated import SimulatedAgentParams
 from opar_sim.analysis.recorded import RecordedRun
-from opar_sim.analysis.stats import wilson_interval
+from opar_sim.analysis.stats import require_scipy, wilson_interval
 from opar_sim.core.loop import run_episode
 from opar_sim.core.seeding import episode_seed
 from opar_sim.experiment.build import build
@@ -89,6 +89,7 @@ def beta_binomial_fit(
     Returns:
         (α, β) maximising the likelihood, each within [0.05, 500].
     """
+    require_scipy()
     from scipy.optimize import minimize
     from scipy.special import betaln
 
