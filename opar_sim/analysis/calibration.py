@@ -28,6 +28,7 @@ recorded run's 95 % intervals.
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass, field
 from typing import Any
@@ -65,7 +66,12 @@ class Calibration:
             "[agent.params]",
         ]
         for key, value in self.params.items():
-            text = f"{value:.4g}" if isinstance(value, float) else str(value)
+            if isinstance(value, float):
+                text = f"{value:.4g}"
+            elif isinstance(value, str):
+                text = json.dumps(value)  # a TOML basic string
+            else:
+                text = str(value).lower() if isinstance(value, bool) else str(value)
             if isinstance(value, float) and "." not in text and "e" not in text:
                 text += ".0"
             note = self.evidence.get(key, "")
