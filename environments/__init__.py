@@ -11,6 +11,7 @@ from environments.plant import Plant
 from environments.registry import describe, make, names, register
 from environments.research_qa import ResearchQA
 from environments.team import Team
+from environments.tool_chain import ToolChain
 from environments.weather import Weather
 from environments.wrappers import wrap, wrapper_names
 from opar_sim.core.task import Task, ToolSpec
@@ -20,6 +21,7 @@ register("flight_booking", FlightBooking)
 register("research_qa", ResearchQA)
 register("plant", Plant)
 register("team", Team)
+register("tool_chain", ToolChain)
 
 __all__ = [
     "FlightBooking",
@@ -28,6 +30,7 @@ __all__ = [
     "SimTask",
     "Task",
     "Team",
+    "ToolChain",
     "ToolParams",
     "ToolSpec",
     "Weather",

@@ -16,6 +16,15 @@ the first one on, plan quality is scaled by 1 − ``memory_quality_loss`` and
 self-assessment noise grows by ``memory_noise``.  Across episodes,
 ``remember`` carries critiques of failed attempts (Reflexion): each raises
 fresh plans' quality by ``reflexion_gain``.
+
+Task heterogeneity (opt-in, off by default): tasks differ in difficulty.  A
+world gets a latent shift u = ``task_effect_mean`` + ``task_effect_slope`` · x
++ ``task_effect_sd`` · z on the logit of every plan's quality, where x is the
+world's known feature ``task_feature`` (e.g. its number of write actions, from
+the task's ``features``) and z ~ N(0, 1) is drawn from a stream derived from
+the world's task stream: every trial of a world shares u, as every attempt of
+one real task shares its difficulty.  With the three knobs at 0 the agent
+draws nothing more and behaves exactly as without them.
 """
 
 from __future__ import annotations
@@ -30,11 +39,12 @@ from pydantic import BaseModel, ConfigDict, Field
 from opar_sim.agents.context import Context
 from opar_sim.core.agent import ActChoice
 from opar_sim.core.seeding import derived
-from opar_sim.core.task import Task
+from opar_sim.core.task import Task, innermost, task_features
 from opar_sim.core.types import Action, ActionResult, Cost, Evaluation, Observation, Plan
 
 RESULT_TOKEN_CAP = 200  # results are truncated to this many tokens in the context
 ATTEMPT_STREAM = 0x41  # the key tag of a Reflexion attempt's agent stream ("A")
+DIFFICULTY_STREAM = 0x44  # the key tag of a world's difficulty, derived from its task stream ("D")
 
 
 class SimulatedAgentParams(BaseModel):
@@ -79,6 +89,24 @@ class SimulatedAgentParams(BaseModel):
     reflexion_gain: float = Field(
         0.12, ge=0, le=1, description="plan quality added per remembered critique (Reflexion)"
     )
+    # -- task heterogeneity: a per-world random effect on the logit of plan quality ----
+    task_effect_mean: float = Field(
+        0.0, ge=-20, le=20, description="mean shift of the logit of plan quality per world"
+    )
+    task_effect_slope: float = Field(
+        0.0, ge=-20, le=20, description="shift per unit of the world's feature `task_feature`"
+    )
+    task_effect_sd: float = Field(
+        0.0, ge=0, le=20, description="spread σ of the world's shift (shared by its trials)"
+    )
+    task_feature: str = Field(
+        "write_actions", description="the task feature the mean shift depends on"
+    )
+
+    @property
+    def heterogeneous(self) -> bool:
+        """Whether plan quality carries a per-world shift (any task-effect knob non-zero)."""
+        return bool(self.task_effect_mean or self.task_effect_slope or self.task_effect_sd)
 
 
 class SimulatedAgent:
@@ -112,6 +140,7 @@ class SimulatedAgent:
         self._compressions = 0
         self._lessons: tuple[str, ...] = ()
         self._attempt = 1
+        self._shift = 0.0
 
     # -- long-term memory (Reflexion) ----------------------------------------------
     def remember(self, critiques: tuple[str, ...], attempt: int) -> None:
@@ -143,6 +172,7 @@ class SimulatedAgent:
         self._critique_right = False
         self._current = None
         self._compressions = 0
+        self._shift = world_shift(self.params, task) if self.params.heterogeneous else 0.0
 
     @property
     def context_tokens(self) -> int:
@@ -223,6 +253,8 @@ class SimulatedAgent:
             self.context.append("plan", p.continue_tokens)
             return self._current
         quality = float(self.rng.beta(p.plan_alpha, p.plan_beta))
+        if self._shift:
+            quality = shifted(quality, self._shift)
         if self._plans > 0 and self._critique_right:
             quality += p.critique_gain
         if self._lessons:
@@ -311,3 +343,44 @@ class SimulatedAgent:
             return None
         self._compressions += 1
         return f"summarised {folded} steps: {before}->{after} tokens"
+
+
+def _world_stream(task: Task) -> np.random.Generator:
+    rng = getattr(innermost(task), "rng", None)
+    if not isinstance(rng, np.random.Generator):
+        raise ValueError("task heterogeneity needs a task with a world stream (a SimTask's rng)")
+    return rng
+
+
+def world_shift(params: SimulatedAgentParams, task: Task) -> float:
+    """The world's latent shift u of the logit of plan quality (see the module docstring).
+
+    Args:
+        params: The agent's knobs (``task_effect_*`` and ``task_feature``).
+        task: The task, already reset to the episode's world.
+
+    Returns:
+        ``task_effect_mean`` + ``task_effect_slope`` · feature + ``task_effect_sd`` · z, with z
+        drawn from a stream derived from the world's task stream (the same in every trial).
+    """
+    x = float((task_features(task) or {}).get(params.task_feature, 0.0))
+    shift = params.task_effect_mean + params.task_effect_slope * x
+    if params.task_effect_sd:
+        z = float(derived(_world_stream(task), DIFFICULTY_STREAM).standard_normal())
+        shift += params.task_effect_sd * z
+    return shift
+
+
+def shifted(quality: float, shift: float) -> float:
+    """``quality`` moved by ``shift`` on the logit scale (kept inside (0, 1)).
+
+    Args:
+        quality: A probability.
+        shift: The logit shift.
+
+    Returns:
+        sigmoid(logit(quality) + shift), with ``quality`` first clipped to [1e-6, 1 − 1e-6].
+    """
+    q = min(1.0 - 1e-6, max(1e-6, quality))
+    logit = float(np.log(q / (1.0 - q))) + shift
+    return float(1.0 / (1.0 + np.exp(-logit)))

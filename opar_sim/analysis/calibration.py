@@ -2,8 +2,10 @@
 
 From a run directory (``steps.jsonl``, and ``calls.jsonl`` when an LLM ran):
 
-- plan quality prior Beta(α, β): method of moments on the share of expert
-  actions under each plan;
+- plan quality prior Beta(α, β): beta-binomial maximum likelihood on the
+  expert actions out of the steps under each plan (a plan of n steps with
+  quality q takes Binomial(n, q) expert actions; raw moments of the shares
+  would count that binomial noise as spread of q and return a U-shaped prior);
 - self-assessment bias and noise: the mean and spread of δ_task minus the
   progress visible after the action (the next step's observation);
 - tokens per phase and generation speed: completion tokens per call, and a
@@ -26,6 +28,7 @@ recorded run's 95 % intervals.
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass, field
 from typing import Any
@@ -34,7 +37,7 @@ import numpy as np
 
 from opar_sim.agents.simulated import SimulatedAgentParams
 from opar_sim.analysis.recorded import RecordedRun
-from opar_sim.analysis.stats import wilson_interval
+from opar_sim.analysis.stats import require_scipy, wilson_interval
 from opar_sim.core.loop import run_episode
 from opar_sim.core.seeding import episode_seed
 from opar_sim.experiment.build import build
@@ -63,7 +66,12 @@ class Calibration:
             "[agent.params]",
         ]
         for key, value in self.params.items():
-            text = f"{value:.4g}" if isinstance(value, float) else str(value)
+            if isinstance(value, float):
+                text = f"{value:.4g}"
+            elif isinstance(value, str):
+                text = json.dumps(value)  # a TOML basic string
+            else:
+                text = str(value).lower() if isinstance(value, bool) else str(value)
             if isinstance(value, float) and "." not in text and "e" not in text:
                 text += ".0"
             note = self.evidence.get(key, "")
@@ -71,12 +79,43 @@ class Calibration:
         return "\n".join(lines) + "\n"
 
 
-def _beta_moments(shares: list[float]) -> tuple[float, float]:
-    mean = float(np.clip(np.mean(shares), 0.02, 0.98))
-    var = float(np.var(shares)) if len(shares) > 1 else 0.0
-    strength = mean * (1 - mean) / var - 1 if var > 1e-6 else 10.0
-    strength = float(np.clip(strength, 1.0, 50.0))
-    return mean * strength, (1 - mean) * strength
+def beta_binomial_fit(
+    successes: list[int] | np.ndarray, trials: list[int] | np.ndarray
+) -> tuple[float, float]:
+    """The Beta(α, β) prior of per-unit success chances, by beta-binomial maximum likelihood.
+
+    Unit i has ``trials[i]`` Bernoulli draws with a chance q_i ~ Beta(α, β) and
+    ``successes[i]`` successes; the marginal likelihood of the counts is
+    Π B(k_i + α, n_i − k_i + β) / B(α, β).  Units with no trials carry nothing.
+
+    Args:
+        successes: Successes per unit.
+        trials: Draws per unit (≥ the successes).
+
+    Returns:
+        (α, β) maximising the likelihood, each within [0.05, 500].
+    """
+    require_scipy()
+    from scipy.optimize import minimize
+    from scipy.special import betaln
+
+    k = np.asarray(successes, dtype=float)
+    n = np.asarray(trials, dtype=float)
+    keep = n > 0
+    k, n = k[keep], n[keep]
+    if not len(n):
+        raise ValueError("beta_binomial_fit needs at least one unit with trials")
+
+    def nll(x: np.ndarray) -> float:
+        a, b = np.exp(x)
+        return -float(np.sum(betaln(k + a, n - k + b) - betaln(a, b)))
+
+    mean = float(np.clip(k.sum() / n.sum(), 0.02, 0.98))
+    start = np.log([2.0 * mean, 2.0 * (1 - mean)])
+    bounds = [(np.log(0.05), np.log(500.0))] * 2
+    best = minimize(nll, start, method="L-BFGS-B", bounds=bounds)
+    alpha, beta = np.exp(best.x)
+    return float(alpha), float(beta)
 
 
 def fit(run: RecordedRun) -> Calibration:
@@ -93,7 +132,7 @@ def fit(run: RecordedRun) -> Calibration:
     params: dict[str, Any] = {}
     evidence: dict[str, str] = {}
     by_episode = run.episode_steps()
-    # plan quality: share of expert actions per plan
+    # plan quality: expert actions out of the steps under each plan
     per_plan: dict[tuple[str, int, int, int], list[bool]] = {}
     invalid = valid = 0
     residuals: list[float] = []
@@ -108,10 +147,16 @@ def fit(run: RecordedRun) -> Calibration:
             nxt = rows[i + 1] if i + 1 < len(rows) else None
             if row["delta_task"] is not None and nxt is not None:
                 residuals.append(float(row["delta_task"]) - float(nxt["visible_progress"]))
-    shares = [sum(v) / len(v) for v in per_plan.values() if v]
-    if shares:
-        params["plan_alpha"], params["plan_beta"] = _beta_moments(shares)
-        evidence["plan_alpha"] = f"expert share {np.mean(shares):.2f} over {len(shares)} plans"
+    plans = [v for v in per_plan.values() if v]
+    if plans:
+        experts = [sum(v) for v in plans]
+        lengths = [len(v) for v in plans]
+        params["plan_alpha"], params["plan_beta"] = beta_binomial_fit(experts, lengths)
+        evidence["plan_alpha"] = (
+            f"beta-binomial maximum likelihood: {sum(experts)} expert of {sum(lengths)} "
+            f"actions over {len(plans)} plans"
+        )
+        evidence["plan_beta"] = "the same fit"
     if residuals:
         params["bias"] = float(np.clip(np.mean(residuals), -1, 1))
         params["noise"] = float(np.clip(np.std(residuals), 0, 1))

@@ -34,6 +34,20 @@ from opar_sim.core.frames import to_frame
 BOOTSTRAP_RESAMPLES = 2000
 
 
+def require_scipy() -> None:
+    """Check that scipy (the ``analysis`` extra) is installed, with a one-line error if not.
+
+    Raises:
+        SpecError: naming the extra to install (the CLI exits with 2).
+    """
+    try:
+        import scipy  # noqa: F401
+    except ImportError:
+        from opar_sim.experiment.spec import SpecError
+
+        raise SpecError("this needs scipy: pip install 'opar-sim[analysis]'") from None
+
+
 def wilson_interval(successes: int, n: int, z: float = 1.959964) -> tuple[float, float]:
     """The Wilson score interval for a binomial proportion (95 % by default).
 

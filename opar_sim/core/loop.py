@@ -22,7 +22,7 @@ from opar_sim.core.guardrail import Guardrail
 from opar_sim.core.limits import Limits
 from opar_sim.core.seeding import Streams, streams
 from opar_sim.core.supervisor import Supervisor
-from opar_sim.core.task import Task
+from opar_sim.core.task import Task, task_features
 from opar_sim.core.types import (
     ActionResult,
     ControlSignal,
@@ -353,6 +353,7 @@ def _finish(
         best_step=best,
         sub_episodes=subs,
         feasible=task.feasible,
+        task_features=task_features(task),
     )
 
 

@@ -178,3 +178,28 @@ class DelegatingTask(Protocol):
     def bind_sub_agents(self, runner: SubAgentRunner) -> None:
         """Receive the runner of the sub-agents' episodes."""
         ...
+
+
+def innermost(task: Task) -> Any:
+    """The task beneath any wrappers (a wrapper keeps the task it wraps as ``task``)."""
+    inner: Any = task
+    while getattr(inner, "task", None) is not None:
+        inner = inner.task
+    return inner
+
+
+def task_features(task: Task) -> dict[str, float] | None:
+    """What is known about the current world before running it (``features``), if the task says.
+
+    A task may expose ``features``: a mapping of numbers fixed by its world
+    (e.g. how many write actions it needs), recorded with each episode and read
+    by a heterogeneous simulated agent.  Wrappers are looked through.
+
+    Args:
+        task: The task, reset to the episode's world.
+
+    Returns:
+        A copy of the features, or None when the task has none.
+    """
+    features = getattr(innermost(task), "features", None)
+    return dict(features) if isinstance(features, Mapping) else None

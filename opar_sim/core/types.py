@@ -258,6 +258,7 @@ class EpisodeResult:
     attempt: int = 1  # Reflexion: which attempt at the same seeded task this was
     trial: int | None = None  # which repeated trial of the world (None: the spec runs one)
     feasible: bool = True  # ground truth at the end: could the goal still be met
+    task_features: dict[str, float] | None = None  # the world's known features, if the task has
 
     @property
     def success(self) -> bool:

@@ -1,40 +1,91 @@
-"""``opar-sim calibrate RUNDIR``: fit the simulated agent to a recorded (LLM) run.
+"""``opar-sim calibrate RUNDIR``: fit the simulated agent to a record, checked on held-out tasks.
 
-Prints and writes ``RUNDIR/calibrated.toml`` (an ``[agent]`` section to paste
-into a spec) and ``RUNDIR/calibration.json``, after checking that the
-calibrated agent's success rate and mean steps fall within the recorded
-run's 95 % intervals.
+Two kinds of record go through it:
+
+- a run recorded by opar-sim (an ``--agent llm`` run, or a simulated one): its
+  steps give the agent's knobs directly (``analysis.calibration.fit``; bias and
+  noise refined by simulated moments unless ``--direct``), checked in sample
+  against the record's success rate and mean steps;
+- any record of runs per task, e.g. one imported with ``opar-sim traces
+  import``: only outcomes, tool calls and task features, fitted on a model spec
+  (``--model``, by default ``experiments/tau_airline_model.toml``).
+
+Both then fit the task heterogeneity (``analysis.heterogeneity``: a per-task
+random effect on plan quality, its mean by a task feature) by simulated
+maximum likelihood, and check it by cross-validation over task folds; "fits"
+is printed only when the held-out checks pass.  Writes
+``RUNDIR/calibrated.toml`` (an ``[agent]`` section to paste into a spec) and
+``RUNDIR/calibration.json``.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 
-from opar_sim.analysis.calibration import check, fit, refine
-from opar_sim.analysis.recorded import load_run
+from opar_sim.analysis.calibration import Calibration, check, fit, refine, simulated_spec
+from opar_sim.analysis.heterogeneity import Validation, build_table, load_record, table_cells
+from opar_sim.analysis.heterogeneity import validate as validate_record
+from opar_sim.analysis.recorded import RecordedRun, load_run
 from opar_sim.cli.commands.common import int_at_least
+from opar_sim.cli.render import progress_bar
+from opar_sim.cli.tables import validation_table
+from opar_sim.experiment.build import load_spec
+from opar_sim.experiment.edit import apply_changes
+from opar_sim.experiment.spec import ExperimentSpec, SpecError
 
 NAME = "calibrate"
-HELP = "fit the simulated agent's knobs to a recorded run and write a spec snippet"
+HELP = "fit the simulated agent to a record (LLM run or imported) and check it on held-out tasks"
+
+DEFAULT_MODEL = Path(__file__).resolve().parents[3] / "experiments" / "tau_airline_model.toml"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The run directory to fit, and the check's episodes and seed.
+    """The run directory to fit, the model, the folds and the simulation sizes.
 
-    ``--direct`` keeps the direct estimates of bias and noise instead of
-    refining them by simulated moments.
+    ``--direct`` keeps the direct estimates of bias and noise of an opar-sim
+    record instead of refining them by simulated moments.
     """
-    parser.add_argument("rundir", help="a run directory (e.g. of an --agent llm run)")
+    parser.add_argument("rundir", help="a run directory (an --agent llm run, or imported)")
+    parser.add_argument(
+        "--model",
+        help="the model spec (simulated agent) to fit; default: for an opar-sim record its own "
+        "spec with the calibrated agent, else experiments/tau_airline_model.toml",
+    )
+    parser.add_argument(
+        "--folds", type=int_at_least(2), default=5, help="task folds held out (default 5)"
+    )
+    parser.add_argument(
+        "--cell-episodes",
+        type=int_at_least(4),
+        default=48,
+        help="simulated episodes per (feature, shift) cell of the table (default 48)",
+    )
+    parser.add_argument(
+        "--vary",
+        action="append",
+        default=[],
+        metavar="PATH=V1,V2,...",
+        help="also try these values of a model setting (e.g. "
+        "task.params.wrong_write_share=0.3,0.5,0.7); each fit keeps the likeliest, "
+        "chosen on its training tasks only (repeatable: every combination)",
+    )
+    parser.add_argument(
+        "--homogeneous",
+        action="store_true",
+        help="fit a model without task heterogeneity (one shift for every task)",
+    )
     parser.add_argument(
         "--episodes",
         type=int_at_least(1),
         default=1000,
-        help="simulated episodes for the check (default 1000)",
+        help="simulated episodes for the in-sample check of an opar-sim record (default 1000)",
     )
-    parser.add_argument("--seed", type=int_at_least(0), default=0, help="seed of the check")
+    parser.add_argument("--seed", type=int_at_least(0), default=0, help="seed of the checks")
     parser.add_argument(
         "--direct",
         action="store_true",
@@ -42,42 +93,164 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def run(args: argparse.Namespace, console: Console) -> int:
-    """Fit the recorded run, check the fit by simulation, and report it.
+def _step_record(path: Path) -> RecordedRun | None:
+    """The run as an opar-sim record with the agent's steps, or None (an imported record)."""
+    try:
+        run = load_run(path)
+    except SpecError:
+        return None
+    if not run.steps or "expert" not in run.steps[0]:
+        return None
+    return run
 
-    Writes ``RUNDIR/calibrated.toml`` and ``RUNDIR/calibration.json``; prints the
-    ``[agent]`` snippet, then the recorded and simulated success rates and mean
-    steps, each marked within or OUTSIDE the recorded 95 % interval.
+
+def _model(args: argparse.Namespace, run: RecordedRun | None, cal: Calibration | None) -> Any:
+    if args.model is not None:
+        return load_spec(args.model)
+    if run is not None and cal is not None:
+        return simulated_spec(run.spec, cal)
+    if not DEFAULT_MODEL.is_file():
+        raise SpecError("calibrate: this record has no simulated spec of its own; give --model")
+    return load_spec(DEFAULT_MODEL)
+
+
+def run(args: argparse.Namespace, console: Console) -> int:
+    """Fit the record, check the fit on held-out task folds, and report it.
 
     Returns:
-        0; a directory that is not a run exits 2 through ``SpecError``.
+        0 whatever the verdict (it is printed); a directory that is not a run, or a
+        model that cannot reproduce the record's features, exits 2 through ``SpecError``.
     """
-    recorded = load_run(args.rundir)
-    calibration = fit(recorded)
-    if not args.direct:
-        calibration = refine(recorded, calibration)
-    snippet = calibration.to_toml(str(recorded.path))
-    result = check(recorded, calibration, args.episodes, args.seed)
-    (recorded.path / "calibrated.toml").write_text(snippet, encoding="utf-8")
-    report = {"params": calibration.params, "evidence": calibration.evidence}
-    report["check"] = result.to_dict()
-    (recorded.path / "calibration.json").write_text(
-        json.dumps(report, indent=2) + "\n", encoding="utf-8"
+    path = Path(args.rundir)
+    if not (path / "episodes.jsonl").is_file():
+        raise SpecError(f"{path}: not a run directory (no episodes.jsonl)")
+    recorded = _step_record(path)
+    report: dict[str, Any] = {}
+    calibration: Calibration | None = None
+    if recorded is not None:
+        calibration = fit(recorded)
+        if not args.direct:
+            calibration = refine(recorded, calibration)
+        result = check(recorded, calibration, args.episodes, args.seed)
+        report["check"] = result.to_dict() | {"in_sample": True}
+        r = result
+        lo, hi = r.recorded_success_ci
+        slo, shi = r.recorded_steps_ci
+        console.print(
+            f"recorded ({len(recorded.episodes)} episodes): success {r.recorded_success:.1%} "
+            f"[{lo:.1%}, {hi:.1%}], mean steps {r.recorded_steps:.2f} [{slo:.2f}, {shi:.2f}]",
+            highlight=False,
+        )
+        console.print(
+            f"calibrated simulation, in sample (not a validation; {r.episodes} episodes): "
+            f"success {r.simulated_success:.1%} "
+            f"({'within' if r.success_within else 'OUTSIDE'}), mean steps "
+            f"{r.simulated_steps:.2f} ({'within' if r.steps_within else 'OUTSIDE'})",
+            highlight=False,
+        )
+    model: ExperimentSpec = _model(args, recorded, calibration)
+    feature = str(model.agent.params.get("task_feature", "write_actions"))
+    record = load_record(path, feature)
+    variants = _variants(model, args.vary)
+    validation = _validate(args, console, record, variants)
+    model = dict(variants)[validation.fitted.structure]
+    agent_params = dict(model.agent.params) | validation.effect.params()
+    evidence = dict(calibration.evidence) if calibration is not None else {}
+    evidence["task_effect_mean"] = (
+        f"simulated maximum likelihood over {len(record.tasks)} tasks, {record.runs} runs"
     )
+    snippet = Calibration(agent_params, evidence).to_toml(str(path))
+    if recorded is None:  # the task is the model's, not the record's: say which
+        snippet += _task_toml(model)
+    (path / "calibrated.toml").write_text(snippet, encoding="utf-8")
+    report |= {
+        "params": agent_params,
+        "evidence": evidence,
+        "model": model.name,
+        "model_task": model.task.model_dump(),
+        "validation": validation.to_dict(),
+    }
+    (path / "calibration.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
     console.print(snippet, highlight=False, markup=False)
-    r = result
-    lo, hi = r.recorded_success_ci
-    slo, shi = r.recorded_steps_ci
-    console.print(
-        f"recorded ({len(recorded.episodes)} episodes): success {r.recorded_success:.1%} "
-        f"[{lo:.1%}, {hi:.1%}], mean steps {r.recorded_steps:.2f} [{slo:.2f}, {shi:.2f}]",
-        highlight=False,
-    )
-    console.print(
-        f"calibrated simulation ({r.episodes} episodes): success {r.simulated_success:.1%} "
-        f"({'within' if r.success_within else 'OUTSIDE'}), mean steps "
-        f"{r.simulated_steps:.2f} ({'within' if r.steps_within else 'OUTSIDE'})",
-        highlight=False,
-    )
-    console.print(f"wrote {recorded.path / 'calibrated.toml'}", highlight=False)
+    console.print(validation_table(validation).to_rich())
+    failed = validation.pooled.failures()
+    if not failed:
+        console.print("fits: every held-out check passed (pooled over the folds)", highlight=False)
+    else:
+        console.print(
+            "does NOT fit on held-out tasks: " + ", ".join(failed) + " failed", highlight=False
+        )
+    console.print(f"wrote {path / 'calibrated.toml'}", highlight=False)
     return 0
+
+
+def _value(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text
+
+
+def _variants(model: ExperimentSpec, vary: list[str]) -> list[tuple[str, ExperimentSpec]]:
+    """The model and its variants (every combination of the ``--vary`` values), labelled."""
+    variants: list[tuple[str, ExperimentSpec]] = [("model", model)]
+    for item in vary:
+        key, sep, values = item.partition("=")
+        if not sep or not key or not values:
+            raise SpecError(f"--vary {item!r}: expected PATH=V1,V2,...")
+        grown = []
+        for label, spec in variants:
+            for text in values.split(","):
+                value = _value(text.strip())
+                name = f"{key}={text.strip()}" if label == "model" else f"{label}, {key}={text}"
+                grown.append((name, apply_changes(spec, {key: value}, "--vary")))
+        variants = grown
+    return variants
+
+
+def _validate(
+    args: argparse.Namespace,
+    console: Console,
+    record: Any,
+    variants: list[tuple[str, ExperimentSpec]],
+) -> Validation:
+    features, cells = table_cells(record, args.cell_episodes)
+    tables = []
+    with progress_bar(console) as bar:
+        task = bar.add_task("simulating the model's table", total=cells * len(variants))
+        for label, spec in variants:
+            table = build_table(
+                spec,
+                features,
+                record.feature,
+                args.cell_episodes,
+                args.seed,
+                advance=lambda n: bar.advance(task, n),
+            )
+            tables.append((label, table))
+    with console.status("fitting and cross-validating"):
+        return validate_record(record, tables, args.folds, args.seed, args.homogeneous)
+
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k} = {_toml_value(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    return json.dumps(value)
+
+
+def _task_toml(model: ExperimentSpec) -> str:
+    """The model's task section (the fitted structure's), to go with the ``[agent]`` one."""
+    lines = [
+        "",
+        f"# the model's task ({model.name})",
+        "[task]",
+        f"name = {json.dumps(model.task.name)}",
+    ]
+    if model.task.params:
+        lines += ["", "[task.params]"]
+        lines += [f"{k} = {_toml_value(v)}" for k, v in model.task.params.items()]
+    return "\n".join(lines) + "\n"

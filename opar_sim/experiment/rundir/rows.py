@@ -128,12 +128,18 @@ def episode_row(result: EpisodeResult) -> dict[str, Any]:
         }
         | _trial(result)
         | _wall(c)
+        | _features(result)
     )
 
 
 def _wall(cost: Cost) -> dict[str, float]:
     """LLM episodes only: the measured model wall seconds beside the simulated ones."""
     return {} if cost.wall_seconds is None else {"wall_seconds": cost.wall_seconds}
+
+
+def _features(result: EpisodeResult) -> dict[str, Any]:
+    """The ``task_features`` field, only for a task that has features (as an imported run)."""
+    return {} if result.task_features is None else {"task_features": result.task_features}
 
 
 def _trial(result: EpisodeResult) -> dict[str, int]:

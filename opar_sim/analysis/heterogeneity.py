@@ -1,0 +1,818 @@
+"""Fit a heterogeneous simulated agent to a record of repeated trials; check it on held-out tasks.
+
+The record is any run directory whose ``episodes.jsonl`` gives, per run, the
+task (``episode``), the outcome (``success``), the tool calls and, when known,
+the task's features (``task_features``): an imported real-agent record or a
+simulated run.  The model is a spec with the simulated agent (e.g.
+``experiments/tau_airline_model.toml``): every world of it has a latent shift u
+of the logit of plan quality, u = μ + b·x + σ·z (``task_effect_mean``,
+``task_effect_slope``, ``task_effect_sd``; x the world's feature, z ~ N(0, 1)),
+shared by the world's trials.
+
+Fitting by simulated maximum likelihood.  The simulator is run once on a grid
+of shifts u_g for every feature value x of the record (the *table*): per cell,
+the success rate P(x, u_g) and the tool calls of successes and of failures.  A
+task i with feature x_i and runs (y_ij, t_ij) then has the likelihood
+
+    L_i(θ) = ∫ φ(u; μ + b·x_i, σ) Π_j P^y (1 − P)^(1−y) f_y(t_ij | x_i, u) du,
+
+integrated by Gauss–Hermite quadrature over the table (linear interpolation
+between grid points; f_y the cell's tool-call distribution, smoothed towards
+the feature's pooled one).  The table depends on the model, not on θ, so the
+likelihood of any θ and any subset of tasks costs no further simulation: the
+task folds of the cross-validation reuse it.
+
+Validation on what the fit did not see.  The tasks are split into k folds by
+task id; each fold is predicted by the model fitted on the other folds:
+pass^1 … pass^K (K the fewest trials of a task, at most 4), the mean tool calls
+of successes and of failures, and the tool calls per run (a two-sample
+Kolmogorov–Smirnov test against draws of the model), each against the held-out
+record with task-bootstrap 95 % intervals.  The KS statistic is
+``scipy.stats.ks_2samp``'s; its p-value comes from records simulated from the
+fitted model with the same tasks and runs per task (a task's runs share one
+difficulty and one world, so they are not the independent draws ks_2samp's own
+p-value assumes: on the model's own records that p-value rejects far too often).
+The verdict is taken on the pooled
+out-of-fold predictions (every task predicted once by a model that never saw it):
+all of pass^k and both means inside the record's intervals, and the KS test not
+rejecting at 5 %.  The per-fold rows are reported beside it; the in-sample row
+is never a pass.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from opar_sim.analysis.stats import pass_hat_k, require_scipy
+from opar_sim.core.loop import run_episode
+from opar_sim.core.seeding import episode_seed
+from opar_sim.experiment.build import build
+from opar_sim.experiment.edit import apply_changes
+from opar_sim.experiment.rundir import RunDirError, iter_episodes
+from opar_sim.experiment.spec import ExperimentSpec, SpecError
+
+U_GRID = tuple(float(u) for u in np.arange(-5.0, 7.01, 1.0))  # logit shifts of the table
+HERMITE = np.polynomial.hermite.hermgauss(24)
+SMOOTHING = 10.0  # pseudo-runs pulling a cell's tool-call pmf (~24 runs) to the feature's
+MAX_K = 4
+KS_ALPHA = 0.05
+BOOTSTRAP = 2000
+MODEL_DRAWS = 50  # model draws per recorded run for the KS test
+TABLE_TRIALS = 4  # a table cell runs its episodes as worlds of this many trials each
+KS_RESAMPLES = 300  # simulated records behind the KS test's p-value
+
+
+@dataclass
+class TaskRuns:
+    """The recorded runs of one task: its feature, outcomes and tool calls."""
+
+    task: int
+    feature: float
+    success: np.ndarray
+    tool_calls: np.ndarray
+
+
+@dataclass
+class Record:
+    """A record of repeated trials, task by task (see the module docstring)."""
+
+    source: str
+    controller: str
+    feature: str
+    tasks: list[TaskRuns]
+
+    @property
+    def runs(self) -> int:
+        """How many runs the record holds."""
+        return sum(len(t.success) for t in self.tasks)
+
+    def subset(self, ids: Sequence[int]) -> list[TaskRuns]:
+        """The tasks at positions ``ids``."""
+        return [self.tasks[i] for i in ids]
+
+
+def load_record(path: str | Path, feature: str = "write_actions") -> Record:
+    """Read a run directory's episodes as a record of repeated trials.
+
+    Args:
+        path: The run directory (its ``episodes.jsonl``).
+        feature: The task feature the model's mean shift depends on (0 when a row has none).
+
+    Returns:
+        The first controller's runs grouped by task, tasks in id order.
+
+    Raises:
+        SpecError: when the directory has no episodes (the CLI exits with 2).
+    """
+    p = Path(path)
+    try:
+        rows = list(iter_episodes(p))
+    except (RunDirError, FileNotFoundError):
+        raise SpecError(f"{p}: not a run directory (no episodes.jsonl)") from None
+    if not rows:
+        raise SpecError(f"{p}: no finished episodes in episodes.jsonl")
+    controller = str(rows[0]["controller"])
+    grouped: dict[int, list[dict[str, Any]]] = {}
+    for row in rows:
+        if row["controller"] == controller:
+            grouped.setdefault(int(row["episode"]), []).append(row)
+    tasks = []
+    for task, runs in sorted(grouped.items()):
+        features = runs[0].get("task_features") or {}
+        tasks.append(
+            TaskRuns(
+                task,
+                float(features.get(feature, 0.0)),
+                np.array([bool(r["success"]) for r in runs]),
+                np.array([int(r["tool_calls"]) for r in runs]),
+            )
+        )
+    return Record(str(p), controller, feature, tasks)
+
+
+# -- the table: the simulator on a grid of shifts, per feature value -----------------------
+
+
+@dataclass
+class Table:
+    """Simulated outcomes and tool calls per (feature value, grid shift) cell."""
+
+    u: np.ndarray
+    success: dict[float, np.ndarray]  # x -> (grid, episodes) bool
+    calls: dict[float, np.ndarray]  # x -> (grid, episodes) int
+    top: int  # the largest tool-call count the distributions cover
+
+    def rate(self, x: float) -> np.ndarray:
+        """P(success) per grid point for feature ``x``, kept off 0 and 1 by half a run."""
+        s = self.success[x]
+        e = s.shape[1]
+        rate: np.ndarray = np.clip(s.mean(axis=1), 0.5 / e, 1 - 0.5 / e)
+        return rate
+
+
+def feature_changes(spec: ExperimentSpec, feature: str, x: float) -> dict[str, Any]:
+    """The spec changes that make every world of the model's task have ``feature`` = ``x``.
+
+    Args:
+        spec: The model spec.
+        feature: The feature's name.
+        x: Its value.
+
+    Returns:
+        Dotted-path changes (``tool_chain``'s ``write_weights`` one-hot at ``x``).
+
+    Raises:
+        SpecError: when the model's task cannot be forced to that feature value.
+    """
+    if spec.task.name == "tool_chain" and feature == "write_actions":
+        n = int(x)
+        if n != x or n < 0 or n > 50:
+            raise SpecError(f"write_actions {x} is not a count the model's task can make")
+        weights = [0.0] * (n + 1)
+        weights[n] = 1.0
+        return {"task.params.write_weights": weights}
+    raise SpecError(
+        f"the model's task {spec.task.name!r} cannot be set to {feature} = {x:g}; "
+        "use a model whose task has that feature (e.g. tool_chain for write_actions)"
+    )
+
+
+def build_table(
+    spec: ExperimentSpec,
+    features: Sequence[float],
+    feature: str,
+    episodes: int = 48,
+    seed: int = 0,
+    advance: Callable[[int], None] | None = None,
+) -> Table:
+    """Run the model on every (feature value, grid shift) cell.
+
+    Every cell runs ``episodes`` episodes as worlds of ``TABLE_TRIALS`` trials
+    each (the trials of a world share it, as a recorded task's runs do), with the
+    agent's shift fixed at the grid point.  Every cell has worlds of its own
+    (seeds ``seed`` with episode numbers not shared with another cell): a
+    simulated record drawn from the table must not meet the same world in two
+    cells.
+
+    Args:
+        spec: The model spec (simulated agent; its task, controller and limits).
+        features: The feature values of the record (a single 0 when it has none).
+        feature: The feature's name.
+        episodes: Episodes per cell.
+        seed: The run seed of the cells' episodes.
+        advance: Called with the episodes done after each cell (a progress bar).
+
+    Returns:
+        The table.
+    """
+    if spec.agent.kind != "simulated":
+        raise SpecError(f"the model must have a simulated agent, not {spec.agent.kind!r}")
+    success: dict[float, np.ndarray] = {}
+    calls: dict[float, np.ndarray] = {}
+    varying = len(set(features)) > 1
+    worlds = -(-episodes // TABLE_TRIALS)
+    cell = 0
+    for x in features:
+        base = apply_changes(spec, feature_changes(spec, feature, x), "table") if varying else spec
+        s = np.zeros((len(U_GRID), episodes), dtype=bool)
+        c = np.zeros((len(U_GRID), episodes), dtype=np.int64)
+        for g, u in enumerate(U_GRID):
+            changes = {
+                "agent.params.task_effect_mean": u,
+                "agent.params.task_effect_slope": 0.0,
+                "agent.params.task_effect_sd": 0.0,
+            }
+            parts = build(apply_changes(base, changes, "table"))
+            make_controller = parts.controllers[0][1]
+            task, agent = parts.make_task(), parts.make_agent()
+            for i in range(episodes):
+                world, trial = divmod(i, TABLE_TRIALS)
+                result = run_episode(
+                    task,
+                    agent,
+                    make_controller(),
+                    parts.limits,
+                    episode_seed(seed, cell * worlds + world),
+                    trial=trial + 1,
+                )
+                s[g, i] = result.success
+                c[g, i] = result.cost.tool_calls
+            cell += 1
+            if advance is not None:
+                advance(episodes)
+        success[x], calls[x] = s, c
+    top = int(max(int(c.max()) for c in calls.values()))
+    return Table(np.array(U_GRID), success, calls, top)
+
+
+# -- the likelihood ---------------------------------------------------------------------
+
+
+def _pmf(counts: np.ndarray, top: int) -> np.ndarray:
+    hist = np.bincount(np.clip(counts, 0, top), minlength=top + 1).astype(float)
+    return hist
+
+
+def cell_loglik(table: Table, tasks: Sequence[TaskRuns]) -> np.ndarray:
+    """The log of Π_j P^y (1 − P)^(1−y) f_y(t_j) of every task at every grid point.
+
+    Args:
+        table: The simulated table.
+        tasks: The tasks (their features must be in the table).
+
+    Returns:
+        The per-task, per-grid-point log-likelihoods.
+    """
+    top = max(table.top, max(int(t.tool_calls.max()) for t in tasks)) + 1
+    cache: dict[float, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+    out = np.zeros((len(tasks), len(table.u)))
+    for i, t in enumerate(tasks):
+        x = t.feature
+        if x not in cache:
+            s, c = table.success[x], table.calls[x]
+            logs = []
+            for outcome in (True, False):
+                mask = s == outcome
+                cells = np.array([_pmf(c[g][mask[g]], top) for g in range(len(table.u))])
+                pooled = cells.sum(axis=0) + 1e-3 * cells.sum() / (top + 1) + 1e-9
+                pooled /= pooled.sum()
+                smooth = (cells + SMOOTHING * pooled) / (
+                    cells.sum(axis=1, keepdims=True) + SMOOTHING
+                )
+                logs.append(np.log(smooth))
+            cache[x] = (np.log(table.rate(x)), logs[0], logs[1])
+        log_p, log_fs, log_ff = cache[x]
+        log_q = np.log1p(-np.exp(log_p))
+        calls = np.clip(t.tool_calls, 0, top)
+        for y, tc in zip(t.success, calls, strict=True):
+            out[i] += (log_p + log_fs[:, tc]) if y else (log_q + log_ff[:, tc])
+    return out
+
+
+def grid_weights(table: Table, mean: float | np.ndarray, sd: float) -> np.ndarray:
+    """The weight of each grid point under N(mean, sd²), by Gauss–Hermite and interpolation.
+
+    Args:
+        table: The table (its grid).
+        mean: The shift's mean, or an array of means (one per task).
+        sd: Its spread (0: a point mass, interpolated).
+
+    Returns:
+        Weights over the grid summing to 1 (mass beyond the grid goes to its ends):
+        shape (grid,) for one mean, (means, grid) for an array.
+    """
+    nodes, weights = HERMITE
+    means = np.atleast_1d(np.asarray(mean, dtype=float))
+    u = np.clip(means[:, None] + math.sqrt(2.0) * sd * nodes[None, :], table.u[0], table.u[-1])
+    w = weights / math.sqrt(math.pi)
+    step = float(table.u[1] - table.u[0])
+    pos = (u - table.u[0]) / step
+    lo = np.minimum(np.floor(pos).astype(int), len(table.u) - 1)
+    hi = np.minimum(lo + 1, len(table.u) - 1)
+    frac = pos - lo
+    out = np.zeros((len(means), len(table.u)))
+    rows = np.repeat(np.arange(len(means)), len(nodes))
+    np.add.at(out, (rows, lo.ravel()), np.tile(w, len(means)) * (1 - frac).ravel())
+    np.add.at(out, (rows, hi.ravel()), np.tile(w, len(means)) * frac.ravel())
+    out /= out.sum(axis=1, keepdims=True)
+    return out if np.ndim(mean) else out[0]
+
+
+@dataclass(frozen=True)
+class Effect:
+    """The fitted task effect: u = mean + slope · x + sd · z."""
+
+    mean: float
+    slope: float
+    sd: float
+
+    def params(self) -> dict[str, float]:
+        """As the simulated agent's knobs."""
+        return {
+            "task_effect_mean": round(self.mean, 4),
+            "task_effect_slope": round(self.slope, 4),
+            "task_effect_sd": round(self.sd, 4),
+        }
+
+
+def loglik(table: Table, tasks: Sequence[TaskRuns], ll: np.ndarray, effect: Effect) -> float:
+    """The log-likelihood of ``tasks`` (their ``cell_loglik`` rows ``ll``) under ``effect``."""
+    x = np.array([t.feature for t in tasks])
+    w = grid_weights(table, effect.mean + effect.slope * x, effect.sd)
+    top = ll.max(axis=1, keepdims=True)
+    inner = np.maximum((w * np.exp(ll - top)).sum(axis=1), 1e-300)
+    return float((top[:, 0] + np.log(inner)).sum())
+
+
+def fit_effect(
+    table: Table, tasks: Sequence[TaskRuns], ll: np.ndarray, homogeneous: bool = False
+) -> Effect:
+    """The maximum-likelihood task effect (μ, b, σ); with ``homogeneous``, b = σ = 0.
+
+    Args:
+        table: The simulated table.
+        tasks: The tasks fitted.
+        ll: Their ``cell_loglik`` rows.
+        homogeneous: Fit one shift for every task (no feature effect, no spread).
+
+    Returns:
+        The fitted effect.
+    """
+    require_scipy()
+    from scipy.optimize import minimize
+
+    varying = len({t.feature for t in tasks}) > 1
+    lo, hi = float(table.u[0]), float(table.u[-1])
+
+    def unpack(v: np.ndarray) -> Effect:
+        mean = float(np.clip(v[0], lo, hi))
+        if homogeneous:
+            return Effect(mean, 0.0, 0.0)
+        slope = float(np.clip(v[1], -5.0, 5.0)) if varying else 0.0
+        return Effect(mean, slope, float(np.clip(math.exp(v[-1]), 0.0, 8.0)))
+
+    def nll(v: np.ndarray) -> float:
+        return -loglik(table, tasks, ll, unpack(v))
+
+    best: Any = None
+    for start_mean in (-1.0, 1.0, 3.0):
+        if homogeneous:
+            start = np.array([start_mean])
+        elif varying:
+            start = np.array([start_mean, -0.5, math.log(1.0)])
+        else:
+            start = np.array([start_mean, math.log(1.0)])
+        res = minimize(nll, start, method="Nelder-Mead", options={"xatol": 1e-3, "fatol": 1e-4})
+        if best is None or res.fun < best.fun:
+            best = res
+    return unpack(best.x)
+
+
+# -- predictions and the record's intervals -------------------------------------------------
+
+
+@dataclass
+class Stats:
+    """pass^1..pass^K, mean tool calls of successes and failures, of a set of tasks."""
+
+    pass_k: list[float]
+    success_calls: float
+    failure_calls: float
+
+
+def predict(table: Table, tasks: Sequence[TaskRuns], effect: Effect, ks: int) -> Stats:
+    """The model's pass^k and mean tool calls on ``tasks`` (their features and run counts).
+
+    pass^k of a grid cell is the unbiased C(s, k) / C(E, k) of its E episodes; a
+    task's is the weighted mean over the grid, and the set's the mean over tasks.
+    Mean tool calls weight each task by its number of runs.
+    """
+    pk = np.zeros(ks)
+    num_s = den_s = num_f = den_f = 0.0
+    for t in tasks:
+        w = grid_weights(table, effect.mean + effect.slope * t.feature, effect.sd)
+        s, c = table.success[t.feature], table.calls[t.feature]
+        e = s.shape[1]
+        wins = s.sum(axis=1)
+        for k in range(1, ks + 1):
+            cell = np.array([math.comb(int(n), k) for n in wins]) / math.comb(e, k)
+            pk[k - 1] += float(np.dot(w, cell))
+        n = len(t.success)
+        num_s += n * float(np.dot(w, (s * c).sum(axis=1) / e))
+        den_s += n * float(np.dot(w, wins / e))
+        num_f += n * float(np.dot(w, (~s * c).sum(axis=1) / e))
+        den_f += n * float(np.dot(w, (e - wins) / e))
+    return Stats(
+        list(pk / len(tasks)),
+        num_s / den_s if den_s else math.nan,
+        num_f / den_f if den_f else math.nan,
+    )
+
+
+def _worlds(table: Table, x: float, half: int) -> np.ndarray:
+    """The episode columns of the table's worlds of one half (0: even worlds, 1: odd)."""
+    worlds = table.calls[x].shape[1] // TABLE_TRIALS
+    chosen = np.arange(half, worlds, 2) if worlds > 1 else np.arange(worlds)
+    return (chosen[:, None] * TABLE_TRIALS + np.arange(TABLE_TRIALS)[None, :]).ravel()
+
+
+def model_draws(
+    table: Table, tasks: Sequence[TaskRuns], effect: Effect, rng: np.random.Generator
+) -> np.ndarray:
+    """Tool calls of ``MODEL_DRAWS`` model runs per recorded run, from the even worlds."""
+    out = []
+    for t in tasks:
+        w = grid_weights(table, effect.mean + effect.slope * t.feature, effect.sd)
+        cols = _worlds(table, t.feature, 0)
+        n = MODEL_DRAWS * len(t.success)
+        g = rng.choice(len(w), size=n, p=w)
+        e = cols[rng.integers(len(cols), size=n)]
+        out.append(table.calls[t.feature][g, e])
+    return np.concatenate(out)
+
+
+def simulated_records(
+    table: Table,
+    tasks: Sequence[TaskRuns],
+    effect: Effect,
+    rng: np.random.Generator,
+    count: int,
+) -> np.ndarray:
+    """Tool calls of ``count`` records like ``tasks`` from the model: (count, runs).
+
+    Each task of a record draws one grid shift and one simulated world of that
+    cell, from the odd worlds (the draws ``model_draws`` compares with are the
+    even ones, so a simulated record differs from them as a fresh record does),
+    and takes its runs from that world's trials: a task's runs share their world
+    and difficulty, as recorded runs do.
+    """
+    out = []
+    for t in tasks:
+        w = grid_weights(table, effect.mean + effect.slope * t.feature, effect.sd)
+        worlds = _worlds(table, t.feature, 1).reshape(-1, TABLE_TRIALS)[:, 0]
+        g = rng.choice(len(w), size=count, p=w)
+        base = worlds[rng.integers(len(worlds), size=count)]
+        n = len(t.success)
+        idx = base[:, None] + (np.arange(n) % TABLE_TRIALS)[None, :]
+        out.append(table.calls[t.feature][g[:, None], idx])
+    return np.concatenate(out, axis=1)
+
+
+def ks_distances(samples: np.ndarray, reference: np.ndarray) -> np.ndarray:
+    """The two-sample Kolmogorov–Smirnov D of each row of ``samples`` against ``reference``.
+
+    Tool calls are counts, so D is the largest gap of the two empirical CDFs over
+    the integers, as ``scipy.stats.ks_2samp`` computes it.
+
+    Args:
+        samples: Non-negative integer samples, one per row.
+        reference: The non-negative integer sample they are compared with.
+
+    Returns:
+        D per row.
+    """
+    rows = np.atleast_2d(samples).astype(np.int64)
+    top = int(max(rows.max(), reference.max())) + 1
+    ref = np.cumsum(np.bincount(reference, minlength=top)) / len(reference)
+    counts = np.zeros((rows.shape[0], top))
+    np.add.at(counts, (np.repeat(np.arange(rows.shape[0]), rows.shape[1]), rows.ravel()), 1.0)
+    cdf = np.cumsum(counts, axis=1) / rows.shape[1]
+    distances: np.ndarray = np.abs(cdf - ref[None, :]).max(axis=1)
+    return distances
+
+
+def record_stats(tasks: Sequence[TaskRuns], ks: int) -> Stats:
+    """The record's pass^k (τ-bench's estimator) and mean tool calls of successes and failures."""
+    attempts = {i: [bool(y) for y in t.success] for i, t in enumerate(tasks)}
+    calls = np.concatenate([t.tool_calls for t in tasks])
+    wins = np.concatenate([t.success for t in tasks])
+    return Stats(
+        [pass_hat_k(attempts, k) for k in range(1, ks + 1)],
+        float(calls[wins].mean()) if wins.any() else math.nan,
+        float(calls[~wins].mean()) if (~wins).any() else math.nan,
+    )
+
+
+def task_bootstrap(
+    tasks: Sequence[TaskRuns], ks: int, rng: np.random.Generator, resamples: int = BOOTSTRAP
+) -> tuple[Stats, Stats]:
+    """95 % percentile intervals of ``record_stats`` from resampling whole tasks.
+
+    Returns:
+        (low, high) as two ``Stats``; a mean over no successes (or failures) is NaN.
+    """
+    n = len(tasks)
+    scores = np.array(
+        [
+            [pass_hat_k({0: [bool(y) for y in t.success]}, k) for k in range(1, ks + 1)]
+            for t in tasks
+        ]
+    )
+    sums = np.array(
+        [
+            [
+                t.tool_calls[t.success].sum(),
+                t.success.sum(),
+                t.tool_calls[~t.success].sum(),
+                (~t.success).sum(),
+            ]
+            for t in tasks
+        ],
+        dtype=float,
+    )
+    idx = rng.integers(0, n, size=(resamples, n))
+    pk = scores[idx].mean(axis=1)  # (resamples, ks)
+    s = sums[idx].sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        succ = s[:, 0] / s[:, 1]
+        fail = s[:, 2] / s[:, 3]
+
+    def q(a: np.ndarray, p: float) -> float:
+        a = a[np.isfinite(a)]
+        return float(np.quantile(a, p)) if a.size else math.nan
+
+    low = Stats([q(pk[:, k], 0.025) for k in range(ks)], q(succ, 0.025), q(fail, 0.025))
+    high = Stats([q(pk[:, k], 0.975) for k in range(ks)], q(succ, 0.975), q(fail, 0.975))
+    return low, high
+
+
+# -- the held-out check -------------------------------------------------------------------
+
+
+@dataclass
+class Check:
+    """The model's predictions on a set of tasks against the record's intervals there."""
+
+    label: str
+    tasks: int
+    runs: int
+    predicted: Stats
+    recorded: Stats
+    low: Stats
+    high: Stats
+    ks_statistic: float
+    ks_pvalue: float
+    held_out: bool = True
+    ks_pvalue_independent: float = math.nan  # ks_2samp's own, as if every run were independent
+
+    def failures(self) -> list[str]:
+        """The names of the checks that failed (empty: every check passed)."""
+        bad = []
+        for k, (p, lo, hi) in enumerate(
+            zip(self.predicted.pass_k, self.low.pass_k, self.high.pass_k, strict=True), 1
+        ):
+            if not lo <= p <= hi:
+                bad.append(f"pass^{k}")
+        for name, p, lo, hi in (
+            (
+                "success tool calls",
+                self.predicted.success_calls,
+                self.low.success_calls,
+                self.high.success_calls,
+            ),
+            (
+                "failure tool calls",
+                self.predicted.failure_calls,
+                self.low.failure_calls,
+                self.high.failure_calls,
+            ),
+        ):
+            if math.isfinite(lo) and not lo <= p <= hi:
+                bad.append(name)
+        if self.ks_pvalue < KS_ALPHA:
+            bad.append("KS tool calls")
+        return bad
+
+    def to_dict(self) -> dict[str, Any]:
+        """The check as a JSON-ready mapping."""
+        return {
+            "label": self.label,
+            "held_out": self.held_out,
+            "tasks": self.tasks,
+            "runs": self.runs,
+            "predicted": vars(self.predicted),
+            "recorded": vars(self.recorded),
+            "ci95_low": vars(self.low),
+            "ci95_high": vars(self.high),
+            "ks_statistic": self.ks_statistic,
+            "ks_pvalue": self.ks_pvalue,
+            "ks_pvalue_independent_runs": self.ks_pvalue_independent,
+            "failed": self.failures(),
+        }
+
+
+def _check(
+    label: str,
+    parts: Sequence[tuple[Sequence[TaskRuns], Fitted]],
+    ks: int,
+    rng: np.random.Generator,
+    held_out: bool = True,
+) -> Check:
+    """Check the predictions of each (tasks, fitted model) part, pooled, against those tasks."""
+    require_scipy()
+    from scipy.stats import ks_2samp
+
+    tasks = [t for group, _ in parts for t in group]
+    preds = [predict(f.table, group, f.effect, ks) for group, f in parts]
+    weights = [len(group) for group, _ in parts]
+    runs = [sum(len(t.success) for t in group) for group, _ in parts]
+    pooled = Stats(
+        [float(np.average([p.pass_k[k] for p in preds], weights=weights)) for k in range(ks)],
+        _nanaverage([p.success_calls for p in preds], runs),
+        _nanaverage([p.failure_calls for p in preds], runs),
+    )
+    draws = np.concatenate([model_draws(f.table, group, f.effect, rng) for group, f in parts])
+    recorded = np.concatenate([t.tool_calls for t in tasks])
+    test = ks_2samp(recorded, draws)
+    # the runs of a task are not independent (one difficulty, one world): the p-value of D
+    # comes from records simulated with the same tasks and runs, not from ks_2samp's formula
+    fakes = np.concatenate(
+        [simulated_records(f.table, g, f.effect, rng, KS_RESAMPLES) for g, f in parts], axis=1
+    )
+    null = ks_distances(fakes, draws)
+    pvalue = (1 + int((null >= float(test.statistic) - 1e-12).sum())) / (KS_RESAMPLES + 1)
+    low, high = task_bootstrap(tasks, ks, rng)
+    return Check(
+        label,
+        len(tasks),
+        len(recorded),
+        pooled,
+        record_stats(tasks, ks),
+        low,
+        high,
+        float(test.statistic),
+        pvalue,
+        held_out,
+        float(test.pvalue),
+    )
+
+
+def _nanaverage(values: list[float], weights: list[int]) -> float:
+    v = np.array(values, dtype=float)
+    w = np.array(weights, dtype=float)
+    keep = np.isfinite(v)
+    return float(np.average(v[keep], weights=w[keep])) if keep.any() else math.nan
+
+
+def folds_by_task(n_tasks: int, k: int, seed: int) -> list[list[int]]:
+    """The k folds of task positions: shuffled with ``seed``, then dealt round-robin."""
+    order = np.random.default_rng(seed).permutation(n_tasks)
+    return [sorted(int(i) for i in order[f::k]) for f in range(k)]
+
+
+@dataclass
+class Fitted:
+    """A fitted model: which structure (table) and the task effect on it, with its likelihood."""
+
+    structure: str
+    table: Table
+    effect: Effect
+    loglik: float
+
+
+def fit_structures(
+    tables: Sequence[tuple[str, Table]],
+    lls: Sequence[np.ndarray],
+    tasks: Sequence[TaskRuns],
+    rows: Sequence[int],
+    homogeneous: bool,
+) -> Fitted:
+    """The maximum-likelihood structure and task effect for the tasks at ``rows``.
+
+    Args:
+        tables: (label, table) per model structure.
+        lls: Each table's ``cell_loglik`` of every task of the record.
+        tasks: The tasks at ``rows``.
+        rows: Their positions in the record (rows of ``lls``).
+        homogeneous: Fit one shift for every task.
+
+    Returns:
+        The best structure with its fitted effect.
+    """
+    best: Fitted | None = None
+    for (label, table), ll in zip(tables, lls, strict=True):
+        effect = fit_effect(table, tasks, ll[rows], homogeneous)
+        value = loglik(table, tasks, ll[rows], effect)
+        if best is None or value > best.loglik:
+            best = Fitted(label, table, effect, value)
+    assert best is not None
+    return best
+
+
+@dataclass
+class Validation:
+    """The fit on all tasks, the held-out folds, their pooled check and the in-sample one."""
+
+    fitted: Fitted
+    folds: list[Check]
+    fold_fits: list[Fitted]
+    pooled: Check
+    in_sample: Check
+    homogeneous: bool
+    structures: list[str] = field(default_factory=list)
+
+    @property
+    def effect(self) -> Effect:
+        """The task effect fitted on all tasks."""
+        return self.fitted.effect
+
+    @property
+    def fits(self) -> bool:
+        """Whether every pooled held-out check passed (the in-sample check never counts)."""
+        return not self.pooled.failures()
+
+    def to_dict(self) -> dict[str, Any]:
+        """The validation as a JSON-ready mapping."""
+        return {
+            "fits": self.fits,
+            "homogeneous": self.homogeneous,
+            "structures": self.structures,
+            "structure": self.fitted.structure,
+            "effect": vars(self.effect),
+            "loglik": self.fitted.loglik,
+            "pooled_held_out": self.pooled.to_dict(),
+            "folds": [
+                c.to_dict() | {"structure": f.structure, "effect": vars(f.effect)}
+                for c, f in zip(self.folds, self.fold_fits, strict=True)
+            ],
+            "in_sample": self.in_sample.to_dict(),
+        }
+
+
+def validate(
+    record: Record,
+    tables: Table | Sequence[tuple[str, Table]],
+    folds: int = 5,
+    seed: int = 0,
+    homogeneous: bool = False,
+) -> Validation:
+    """Fit on all tasks, and fit-and-predict each task fold on the others (module docstring).
+
+    With several tables (model structures, e.g. shares of wrong writes), each
+    fit also picks the structure of highest likelihood, on its training tasks only.
+
+    Args:
+        record: The record.
+        tables: The model's table (``build_table`` on the record's feature values), or
+            (label, table) per structure.
+        folds: How many task folds (at most the number of tasks, at least 2).
+        seed: Seeds the fold split, the bootstrap and the model draws.
+        homogeneous: Fit one shift for every task (a model without heterogeneity).
+
+    Returns:
+        The validation; ``fits`` is its verdict.
+    """
+    n = len(record.tasks)
+    if n < 2:
+        raise SpecError(f"{record.source}: cross-validation needs at least 2 tasks, found {n}")
+    named = [("model", tables)] if isinstance(tables, Table) else list(tables)
+    k = max(2, min(folds, n))
+    ks = min(MAX_K, min(len(t.success) for t in record.tasks))
+    rng = np.random.default_rng(seed)
+    lls = [cell_loglik(table, record.tasks) for _, table in named]
+    fitted = fit_structures(named, lls, record.tasks, list(range(n)), homogeneous)
+    checks, fits, parts = [], [], []
+    for f, held in enumerate(folds_by_task(n, k, seed)):
+        train = [i for i in range(n) if i not in set(held)]
+        fold_fit = fit_structures(named, lls, record.subset(train), train, homogeneous)
+        part = (record.subset(held), fold_fit)
+        checks.append(_check(f"fold {f + 1}", [part], ks, rng))
+        fits.append(fold_fit)
+        parts.append(part)
+    pooled = _check("held-out, pooled", parts, ks, rng)
+    in_sample = _check("in-sample", [(record.tasks, fitted)], ks, rng, held_out=False)
+    return Validation(
+        fitted, checks, fits, pooled, in_sample, homogeneous, [label for label, _ in named]
+    )
+
+
+def table_cells(record: Record, episodes: int) -> tuple[list[float], int]:
+    """The feature values the table needs and the episodes it will run."""
+    features = sorted({t.feature for t in record.tasks})
+    return features, len(features) * len(U_GRID) * episodes

@@ -1,0 +1,123 @@
+"""Calibrating task heterogeneity to a record, checked on held-out tasks (issue 13).
+
+The model is the shipped ``tau_airline_model``; the records are simulated from
+it with known task effects, so the truth is known: a record from the model
+itself must fit, and records from a truth with a feature the fit lacks must be
+detected as not fitting on the held-out tasks.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from opar_sim.analysis import heterogeneity as h
+from opar_sim.cli.main import main
+from opar_sim.experiment.build import load_spec
+from opar_sim.experiment.edit import apply_changes
+from opar_sim.experiment.runner import run_experiment
+from tests.conftest import EXPERIMENTS
+
+MODEL = EXPERIMENTS / "tau_airline_model.toml"
+FEATURES = [0.0, 1.0, 2.0, 3.0, 4.0]
+
+
+def _record(tmp_path_factory, name: str, changes: dict, worlds: int = 60) -> h.Record:
+    spec = apply_changes(load_spec(MODEL), changes | {"episodes": worlds, "seed": 11}, "truth")
+    out = tmp_path_factory.mktemp(name)
+    run_experiment(spec, out)
+    return h.load_record(out)
+
+
+@pytest.fixture(scope="module")
+def table():
+    return h.build_table(load_spec(MODEL), FEATURES, "write_actions", episodes=24, seed=0)
+
+
+@pytest.fixture(scope="module")
+def own(tmp_path_factory):
+    """A record of the model itself: a moderate task effect falling with the writes."""
+    effect = {
+        "agent.params.task_effect_mean": 1.0,
+        "agent.params.task_effect_slope": -0.5,
+        "agent.params.task_effect_sd": 1.5,
+    }
+    return _record(tmp_path_factory, "own", effect)
+
+
+@pytest.fixture(scope="module")
+def bimodal(tmp_path_factory):
+    """Tasks either easy or hopeless: a spread of 4 on the logit of plan quality."""
+    effect = {"agent.params.task_effect_mean": 1.0, "agent.params.task_effect_sd": 4.0}
+    return _record(tmp_path_factory, "bimodal", effect)
+
+
+def test_the_record_reads_tasks_trials_and_features(own):
+    assert len(own.tasks) == 60 and own.runs == 240
+    assert {len(t.success) for t in own.tasks} == {4}
+    assert {t.feature for t in own.tasks} <= set(FEATURES)
+
+
+def test_grid_weights_integrate_a_normal():
+    table = h.Table(np.array(h.U_GRID), {}, {}, 0)
+    w = h.grid_weights(table, 0.3, 1.2)
+    assert w.sum() == pytest.approx(1.0)
+    assert float(np.dot(w, table.u)) == pytest.approx(0.3, abs=1e-6)  # linear: exact mean
+    assert float(np.dot(w, (table.u - 0.3) ** 2)) == pytest.approx(1.44 + 1 / 6, abs=0.05)
+    point = h.grid_weights(table, 0.25, 0.0)
+    assert point[5] == pytest.approx(0.75) and point[6] == pytest.approx(0.25)  # u 0 and 1
+
+
+def test_the_record_statistics_are_taubenchs():
+    tasks = [
+        h.TaskRuns(0, 0.0, np.array([True, True, False, False]), np.array([2, 3, 5, 7])),
+        h.TaskRuns(1, 1.0, np.array([True, True, True, True]), np.array([4, 4, 4, 4])),
+    ]
+    s = h.record_stats(tasks, 4)
+    assert s.pass_k == pytest.approx([(0.5 + 1) / 2, (1 / 6 + 1) / 2, 0.5, 0.5])
+    assert s.success_calls == pytest.approx(21 / 6) and s.failure_calls == pytest.approx(6.0)
+
+
+def test_a_record_of_the_model_fits_on_held_out_tasks(own, table):
+    v = h.validate(own, table, folds=5, seed=0)
+    assert v.fits, v.pooled.failures()
+    assert v.effect.slope < 0  # harder with more writes, as the truth
+    assert 0.5 < v.effect.sd < 3.0
+    assert not v.in_sample.held_out and len(v.folds) == 5
+
+
+def test_a_homogeneous_fit_of_bimodal_tasks_is_detected(bimodal, table):
+    wrong = h.validate(bimodal, table, folds=5, seed=0, homogeneous=True)
+    assert not wrong.fits
+    # all-or-nothing tasks: one shift for all cannot give the record's pass^k together
+    assert any(name.startswith("pass^") for name in wrong.pooled.failures())
+    right = h.validate(bimodal, table, folds=5, seed=0)
+    assert right.fits, right.pooled.failures()
+
+
+def test_lengths_the_model_cannot_produce_are_detected(tmp_path_factory, table):
+    longer = _record(
+        tmp_path_factory,
+        "longer",
+        {"task.params.reads": 6, "task.params.reads_max": 8, "agent.params.task_effect_sd": 1.0},
+    )
+    v = h.validate(longer, table, folds=5, seed=0)
+    assert not v.fits
+    assert "KS tool calls" in v.pooled.failures()
+
+
+def test_calibrate_reports_the_held_out_table(own, capsys):
+    run = own.source
+    argv = ["calibrate", run, "--model", str(MODEL), "--direct", "--episodes", "50"]
+    assert main([*argv, "--cell-episodes", "24"]) == 0
+    out = capsys.readouterr().out
+    assert "held-out, pooled" in out and "not a validation" in out
+    assert "fits: every held-out check passed" in out
+    report = json.loads((Path(own.source) / "calibration.json").read_text())
+    assert report["validation"]["in_sample"]["held_out"] is False
+    assert set(report["validation"]["effect"]) == {"mean", "slope", "sd"}
+    assert all(math.isfinite(report["params"][k]) for k in ("task_effect_mean", "task_effect_sd"))

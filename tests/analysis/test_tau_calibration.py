@@ -1,0 +1,38 @@
+"""``calibrate`` on the real GPT-4o τ-bench airline record (issue 13).
+
+The record is read from ``$OPAR_SIM_TAU_BENCH``, else ``<repo>/../shared/data/tau-bench``,
+else ``/work/shared/data/tau-bench``; the test skips with a message when it is absent,
+and fails instead under ``OPAR_SIM_REQUIRE_DATA=1`` (``make test``).  It is imported with
+``opar-sim traces import`` (never copied into the repository).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from opar_sim.cli.main import main
+from tests.conftest import EXPERIMENTS
+from tests.tau_bench_data import tau_bench_file
+
+
+@pytest.fixture(scope="module")
+def imported(tmp_path_factory) -> Path:
+    data = tau_bench_file()
+    out = tmp_path_factory.mktemp("tau") / "run"
+    assert main(["traces", "import", str(data), "--format", "tau-bench", "--out", str(out)]) == 0
+    return out
+
+
+def test_the_heterogeneous_model_fits_the_real_record_on_held_out_tasks(imported, capsys):
+    model = str(EXPERIMENTS / "tau_airline_model.toml")
+    assert main(["calibrate", str(imported), "--model", model]) == 0
+    out = capsys.readouterr().out
+    report = json.loads((imported / "calibration.json").read_text())["validation"]
+    assert report["pooled_held_out"]["tasks"] == 35 and report["pooled_held_out"]["runs"] == 140
+    assert report["pooled_held_out"]["recorded"]["pass_k"][0] == pytest.approx(0.45)
+    assert report["pooled_held_out"]["recorded"]["pass_k"][3] == pytest.approx(0.2)
+    assert report["fits"], report["pooled_held_out"]["failed"]
+    assert "fits: every held-out check passed" in out
