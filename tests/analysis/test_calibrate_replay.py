@@ -74,12 +74,7 @@ def test_replay_under_the_recorded_controller_changes_nothing(recorded):
     import controllers
 
     run = load_run(recorded)
-    replayed = replay(
-        run,
-        lambda: controllers.make(
-            "pid", kp=1.0, ki=0.03, kd=6.0, replan_threshold=1.1, settle_count=2
-        ),
-    )
+    replayed = replay(run, lambda: controllers.make("pid"))  # the recorded run's law
     assert {r.verdict for r in replayed} == {"same"}
     assert [r.outcome for r in replayed] == [e["outcome"] for e in run.episodes]
 

