@@ -6,10 +6,11 @@ import argparse
 import time
 from pathlib import Path
 
+from opar_sim.core.errors import InputError
 from opar_sim.experiment.executors import ExecutorConfig
 
 
-class UsageError(Exception):
+class UsageError(InputError):
     """Bad input from the user: reported in one line, exit status 2."""
 
 

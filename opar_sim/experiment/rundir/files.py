@@ -28,7 +28,7 @@ LLM_SUMMARY_FILE = "llm.json"
 RUN_FILES = (SPEC_FILE, EPISODES_FILE, STEPS_FILE, SUMMARY_FILE)
 
 
-class RunDirError(ValueError):
+class RunDirError(SpecError):
     """The path is not a readable run directory."""
 
 
