@@ -6,6 +6,7 @@ Bad input exits with status 2 and one line on stderr, never a traceback; see ``m
 from __future__ import annotations
 
 import argparse
+import contextlib
 import errno
 import os
 import sys
@@ -83,10 +84,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _say(text: str) -> None:
-    try:
+    with contextlib.suppress(OSError):  # stderr itself may be gone
         print(f"opar-sim: {text}", file=sys.stderr)
-    except OSError:  # stderr itself is gone
-        pass
 
 
 def _one_line(text: str) -> str:

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 
 from opar_sim.analysis.studies import STUDIES, StudyResult
 from opar_sim.cli.commands.common import int_at_least
@@ -34,7 +35,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
     result = STUDIES.make(args.study, spec=spec, out=args.out)
     console.print_json(json.dumps(result.numbers))
     for figure in _figure(args.study, result, spec.name, spec.episodes):
-        console.print(f"figure: [green]{figure}[/]")
+        console.print(f"figure: [green]{escape(str(figure))}[/]")
     return 0
 
 

@@ -8,6 +8,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 
 from opar_sim.cli.commands.common import (
     UsageError,
@@ -87,9 +88,9 @@ def run(args: argparse.Namespace, console: Console) -> int:
     console.print(result_table(result).to_rich())
     console.print("[bold]best gains[/] (paste into a spec):")
     console.print(toml_snippet(result.best_params), markup=False)
-    console.print(f"tune directory: [green]{out}[/]")
+    console.print(f"tune directory: [green]{escape(str(out))}[/]")
     for figure in figures:
-        console.print(f"figure: [green]{figure}[/]")
+        console.print(f"figure: [green]{escape(str(figure))}[/]")
     return 0
 
 
