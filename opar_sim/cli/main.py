@@ -66,7 +66,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         _say(f"error: {exc}")
         return 2
     except KeyboardInterrupt:
-        resumable = args is not None and hasattr(args, "resume")
+        resumable = args is not None and hasattr(args, "resume")  # run, sweep, compare, tune
         _say(
             "interrupted; finished episodes are kept: rerun with --resume --out DIR"
             if resumable
