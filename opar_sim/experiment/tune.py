@@ -186,7 +186,9 @@ def minimize(
     elif not study.get_trials(deepcopy=False, states=(TrialState.WAITING,)):
         for assignment in enqueue:
             study.enqueue_trial(dict(assignment))
-    scored: list[tuple[dict[str, float], float]] = [(dict(t.params), float(t.value)) for t in done]
+    scored: list[tuple[dict[str, float], float]] = [
+        (dict(t.params), float(t.value or 0.0)) for t in done
+    ]
     for _ in range(trials - len(done)):
         trial = study.ask()
         params: dict[str, float] = {

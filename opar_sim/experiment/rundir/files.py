@@ -22,11 +22,11 @@ from opar_sim.experiment.rundir.manifest import (
     CHUNK_FILES,
     MANIFEST_FILE,
     Repair,
-    check_spec_file,
     chunk_line,
     cut_to,
     fsync_dir,
     header_line,
+    read_header,
     repair,
     sha256,
     spec_bytes,
@@ -387,6 +387,40 @@ class RunWriter:
             with contextlib.suppress(OSError):
                 f.close()
         self.files = {}
+
+
+def check_spec_file(spec: ExperimentSpec, out: Path, notes: list[str]) -> None:
+    """``spec.json`` must be ``spec``'s; a damaged one is rewritten when the manifest vouches.
+
+    Raises:
+        RunDirError: when spec.json is another spec's, or damaged with nothing to check it by.
+    """
+    file = out / SPEC_FILE
+    wanted = spec_bytes(spec)
+    try:
+        found: bytes | None = file.read_bytes()
+    except FileNotFoundError:
+        found = None
+    if found == wanted:
+        return
+    if found is not None:
+        try:
+            on_disk = ExperimentSpec.model_validate_json(found)
+        except ValueError:
+            on_disk = None
+        if on_disk is not None:
+            if on_disk != spec:
+                raise RunDirError(f"--resume: the spec differs from the one that started {out}")
+            return  # the same spec, written by another version's formatting
+    head = read_header(out)
+    what = "missing" if found is None else "damaged"
+    if head is None or head.get("spec_sha256") != sha256(wanted):
+        raise RunDirError(
+            f"--resume: {file} is {what} and no manifest confirms the spec: cannot repair; "
+            "start the run again in another directory"
+        )
+    write_bytes(file, wanted)
+    notes.append(f"spec.json was {what}: rewritten from the spec (the manifest's checksum matches)")
 
 
 def resume_run(spec: ExperimentSpec, out: Path) -> Repair:

@@ -8,7 +8,8 @@ chunk's bytes.  ``repair`` checks the files against it before a run goes on:
 it keeps the leading chunks whose bytes match, cuts everything after them
 (a torn line, a garbage line, a deleted or shortened file), rewrites a
 damaged ``spec.json`` when the given spec matches the header, and says what
-it did; what it cannot repair raises ``RunDirError``.
+it did (``files.resume_run`` checks ``spec.json`` first and raises what it
+cannot repair).
 """
 
 from __future__ import annotations
@@ -83,42 +84,6 @@ def read_header(out: Path) -> dict[str, Any] | None:
     except (OSError, ValueError):
         return None
     return head if isinstance(head, dict) and head.get("manifest") == MANIFEST_VERSION else None
-
-
-def check_spec_file(spec: ExperimentSpec, out: Path, notes: list[str]) -> None:
-    """``spec.json`` must be ``spec``'s; a damaged one is rewritten when the manifest vouches.
-
-    Raises:
-        RunDirError: when spec.json is another spec's, or damaged with nothing to check it by.
-    """
-    from opar_sim.experiment.rundir.files import SPEC_FILE, RunDirError, write_bytes
-
-    file = out / SPEC_FILE
-    wanted = spec_bytes(spec)
-    try:
-        found: bytes | None = file.read_bytes()
-    except FileNotFoundError:
-        found = None
-    if found == wanted:
-        return
-    if found is not None:
-        try:
-            on_disk = ExperimentSpec.model_validate_json(found)
-        except ValueError:
-            on_disk = None
-        if on_disk is not None:
-            if on_disk != spec:
-                raise RunDirError(f"--resume: the spec differs from the one that started {out}")
-            return  # the same spec, written by another version's formatting
-    head = read_header(out)
-    what = "missing" if found is None else "damaged"
-    if head is None or head.get("spec_sha256") != sha256(wanted):
-        raise RunDirError(
-            f"--resume: {file} is {what} and no manifest confirms the spec: cannot repair; "
-            "start the run again in another directory"
-        )
-    write_bytes(file, wanted)
-    notes.append(f"spec.json was {what}: rewritten from the spec (the manifest's checksum matches)")
 
 
 def repair(spec: ExperimentSpec, out: Path) -> Repair:
