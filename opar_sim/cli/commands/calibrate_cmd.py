@@ -9,13 +9,13 @@ run's 95 % intervals.
 from __future__ import annotations
 
 import argparse
-import json
 
 from rich.console import Console
 
 from opar_sim.analysis.calibration import check, fit, refine
 from opar_sim.analysis.recorded import load_run
 from opar_sim.cli.commands.common import int_at_least
+from opar_sim.experiment.rundir import write_bytes, write_json
 
 NAME = "calibrate"
 HELP = "fit the simulated agent's knobs to a recorded run and write a spec snippet"
@@ -52,18 +52,16 @@ def run(args: argparse.Namespace, console: Console) -> int:
     Returns:
         0; a directory that is not a run exits 2 through ``SpecError``.
     """
-    recorded = load_run(args.rundir)
+    recorded = load_run(args.rundir, need_steps=True)
     calibration = fit(recorded)
     if not args.direct:
         calibration = refine(recorded, calibration)
     snippet = calibration.to_toml(str(recorded.path))
     result = check(recorded, calibration, args.episodes, args.seed)
-    (recorded.path / "calibrated.toml").write_text(snippet, encoding="utf-8")
+    write_bytes(recorded.path / "calibrated.toml", snippet.encode())
     report = {"params": calibration.params, "evidence": calibration.evidence}
     report["check"] = result.to_dict()
-    (recorded.path / "calibration.json").write_text(
-        json.dumps(report, indent=2) + "\n", encoding="utf-8"
-    )
+    write_json(recorded.path / "calibration.json", report)
     console.print(snippet, highlight=False, markup=False)
     r = result
     lo, hi = r.recorded_success_ci

@@ -38,7 +38,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
     Returns:
         0; an unknown controller is a usage error (exit 2).
     """
-    recorded = load_run(args.rundir)
+    recorded = load_run(args.rundir, need_steps=True)
     try:
         controllers.make(args.controller)
     except ValueError as exc:
