@@ -211,11 +211,22 @@ def write_bytes(path: Path, data: bytes) -> None:
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise _named(exc, path) from None
     except BaseException:
         with contextlib.suppress(OSError):
             tmp.unlink()
         raise
     fsync_dir(path.parent)
+
+
+def _named(exc: OSError, path: Path) -> OSError:
+    """``exc`` with the file it concerns (a failed write on an open file names none)."""
+    if exc.filename is not None:
+        return exc
+    return type(exc)(exc.errno, exc.strerror, str(path))
 
 
 def write_json(path: Path, data: Any) -> None:
@@ -347,6 +358,7 @@ class RunWriter:
         state = self.starts[index]
         texts = dict(zip(CHUNK_FILES, (steps, episodes, calls), strict=True))
         entry: dict[str, tuple[int, str]] = {}
+        name = MANIFEST_FILE
         try:
             for name, text in texts.items():
                 data = text.encode()
@@ -356,13 +368,14 @@ class RunWriter:
                     f.flush()
                     os.fsync(f.fileno())
                 entry[name] = (state.ends[name] + len(data), sha256(data))
+            name = MANIFEST_FILE
             with open(out / MANIFEST_FILE, "ab") as m:
                 m.write(chunk_line(units, entry))
                 m.flush()
                 os.fsync(m.fileno())
-        except OSError:
+        except OSError as exc:
             self._cut_back(out, state)
-            raise
+            raise _named(exc, out / name) from None
         for name, (end, _) in entry.items():
             state.ends[name] = end
         state.done = units[1]
