@@ -26,7 +26,7 @@ from typing import Any, Generic, Protocol, TypeVar
 
 from pydantic import ValidationError
 
-from opar_sim.core.errors import describe_problem, did_you_mean, keys_at
+from opar_sim.core.errors import InputError, describe_problem, did_you_mean, keys_at
 
 T = TypeVar("T")
 
@@ -220,6 +220,8 @@ class Registry(Generic[T]):
             _check_keywords(self.kind, name, signature, params)
         try:
             return factory(**params)
+        except InputError:  # bad input outside the parameters (an environment variable)
+            raise
         except ValidationError as exc:
             first = exc.errors()[0]
             where = ".".join(str(p) for p in first["loc"])

@@ -362,7 +362,7 @@ class RunWriter:
         try:
             for name, text in texts.items():
                 data = text.encode()
-                if data or name in self.files or (out / name).exists():
+                if data or name != CALLS_FILE or (out / name).exists():
                     f = self._file(out, name)
                     f.write(data)
                     f.flush()
