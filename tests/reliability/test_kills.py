@@ -1,8 +1,9 @@
 """SIGKILL real ``run``, ``sweep`` and ``tune`` processes at 20 seeded random moments.
 
-Each kill lands while the process writes (after its first file appears);
-afterwards every complete line on disk is a JSON object, and ``--resume``
-gives the bytes of an uninterrupted run.
+Each kill lands while the process writes: once a seeded random number of
+manifest (or Optuna journal) lines is on disk, after a seeded random delay of
+up to 0.3 s.  Afterwards every complete line on disk is a JSON object, and
+``--resume`` gives the bytes of an uninterrupted run.
 """
 
 from __future__ import annotations
@@ -23,7 +24,16 @@ from tests.reliability.conftest import bytes_lost, cli, complete_lines_valid, di
 ROOT = Path(__file__).resolve().parents[2]
 RNG = random.Random(15)
 KILLS = {"run": 8, "sweep": 6, "tune": 6}
-MOMENTS = {kind: [RNG.uniform(0.0, 1.0) for _ in range(n)] for kind, n in KILLS.items()}
+# kind: the progress files (glob under --out) and the range of their line count to wait for
+PROGRESS = {
+    "run": ("manifest.jsonl", 1, 9),
+    "sweep": ("*/manifest.jsonl", 1, 16),
+    "tune": ("optuna.journal", 1, 35),
+}
+MOMENTS = {
+    kind: [(RNG.randint(*PROGRESS[kind][1:]), RNG.uniform(0.0, 0.3)) for _ in range(n)]
+    for kind, n in KILLS.items()
+}
 
 SWEEP = '\n[sweep]\n"controller.params.kp" = [0.5, 2.0]\n'
 TUNE = """
@@ -36,10 +46,10 @@ holdout_episodes = 6
 "controller.params.kp" = { low = 0.2, high = 3.0, log = true }
 """
 SETUP = {
-    # kind: (spec text, extra flags, the file whose appearance starts the clock, seconds)
-    "run": ("", ["--episodes", "100"], "manifest.jsonl", 2.5),
-    "sweep": (SWEEP, ["--episodes", "40"], "sweep.json", 3.0),
-    "tune": (TUNE, [], "optuna.journal", 2.0),
+    # kind: (spec text, extra flags)
+    "run": ("", ["--episodes", "100"]),
+    "sweep": (SWEEP, ["--episodes", "40"]),
+    "tune": (TUNE, []),
 }
 RESULT_FILES = {
     "run": ("episodes.jsonl", "steps.jsonl", "summary.json"),
@@ -52,7 +62,7 @@ RESULT_FILES = {
 def references(tmp_path_factory):
     found = {}
     root = tmp_path_factory.mktemp("kill-ref")
-    for kind, (extra, flags, _, _) in SETUP.items():
+    for kind, (extra, flags) in SETUP.items():
         spec = root / f"{kind}.toml"
         spec.write_text((EXPERIMENTS / "flight_booking.toml").read_text() + extra)
         out = root / f"{kind}-whole"
@@ -63,8 +73,12 @@ def references(tmp_path_factory):
     return found
 
 
-def _kill_at(argv: list[str], trigger: Path, delay: float) -> bool:
-    """Start ``opar-sim ARGV``; SIGKILL it ``delay`` s after ``trigger`` appears; killed?"""
+def _lines(out: Path, pattern: str) -> int:
+    return sum(p.read_bytes().count(b"\n") for p in out.glob(pattern) if p.is_file())
+
+
+def _kill_at(argv: list[str], out: Path, pattern: str, lines: int, delay: float) -> bool:
+    """Start ``opar-sim ARGV``; SIGKILL it ``delay`` s after ``lines`` progress lines; killed?"""
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     proc = subprocess.Popen(
         [sys.executable, "-m", "opar_sim.cli", *argv],
@@ -73,9 +87,11 @@ def _kill_at(argv: list[str], trigger: Path, delay: float) -> bool:
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    deadline = time.monotonic() + 60
-    while not trigger.exists() and proc.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.02)
+    deadline = time.monotonic() + 90
+    while proc.poll() is None and time.monotonic() < deadline:
+        if out.is_dir() and _lines(out, pattern) >= lines:
+            break
+        time.sleep(0.01)
     time.sleep(delay)
     killed = proc.poll() is None
     if killed:
@@ -91,10 +107,11 @@ def _kill_at(argv: list[str], trigger: Path, delay: float) -> bool:
 )
 def test_a_killed_process_resumes_to_the_same_bytes(tmp_path, capsys, references, kind, moment):
     spec, expected = references[kind]
-    _, flags, trigger, window = SETUP[kind]
+    _, flags = SETUP[kind]
+    lines, delay = moment
     out = tmp_path / "out"
     argv = [kind, str(spec), *flags, "--workers", "1", "--out", str(out)]
-    killed = _kill_at(argv, out / trigger, moment * window)
+    killed = _kill_at(argv, out, PROGRESS[kind][0], lines, delay)
     assert complete_lines_valid(out)
     status, _, err = cli([*argv, "--resume"], capsys)
     assert (status, err) == (0, "")
@@ -109,4 +126,4 @@ def test_a_killed_process_resumes_to_the_same_bytes(tmp_path, capsys, references
         kills_survived=int(killed),
         bytes_lost=lost,
     )
-    assert killed, "the process finished before the kill: widen nothing, shorten the window"
+    assert killed, "the process finished before the kill"
