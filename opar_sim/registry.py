@@ -58,4 +58,25 @@ def catalogue() -> dict[str, list[Entry]]:
     }
 
 
-__all__ = ["KINDS", "Entry", "catalogue"]
+def plugin_failures() -> list[tuple[str, str, str]]:
+    """The plugins that failed to load (and were skipped), after ``catalogue`` read them.
+
+    Returns:
+        ``(kind, plugin name, reason)`` for each, sorted.
+    """
+    from controllers.registry import CONTROLLERS
+    from environments.registry import TASKS
+    from environments.wrappers import WRAPPER_REGISTRY
+    from opar_sim.agents.registry import AGENTS
+    from opar_sim.analysis.studies import STUDIES
+    from opar_sim.core.guards import GUARDS
+    from opar_sim.llm.config import BACKENDS
+
+    found: list[tuple[str, str, str]] = []
+    for registry in (CONTROLLERS, TASKS, WRAPPER_REGISTRY, AGENTS, BACKENDS, GUARDS, STUDIES):
+        registry.names()  # reads the entry-point group once
+        found += [(registry.kind, n, why) for n, why in registry.plugin_errors.items()]
+    return sorted(found)
+
+
+__all__ = ["KINDS", "Entry", "catalogue", "plugin_failures"]

@@ -78,7 +78,9 @@ class DisturbanceParams(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    rate: float = Field(0.02, ge=0, description="disturbances per simulated second (Poisson)")
+    rate: float = Field(
+        0.02, ge=0, allow_inf_nan=False, description="disturbances per simulated second (Poisson)"
+    )
 
 
 class WorldDisturbance(TaskWrapper):

@@ -305,15 +305,25 @@ class LLMAgent:
         call = reply.value
         spec = task.tools.get(call.tool)
         problem = f"unknown tool {call.tool!r}" if spec is None else None
-        action = Action.of(call.tool, **call.args)
+        # the reply's arguments are data: built as a tuple (a key named "tool" is just a key)
+        action = Action(call.tool, tuple(sorted((str(k), v) for k, v in call.args.items())))
+        checked: Action | None = None
         if spec is not None:
-            problem = spec.validate(action)
-        if spec is None or problem is not None:
-            self._last_step = f"invalid action {action.label()}: {problem}"
+            try:
+                problem = spec.validate(action)
+                if problem is None:
+                    valid = spec.args.model_validate(call.args).model_dump()
+                    checked = Action(call.tool, tuple(sorted(valid.items())))
+            except (TypeError, ValueError, KeyError, RecursionError) as exc:
+                problem = f"arguments not understood ({type(exc).__name__})"
+        if checked is None:
+            label = action.label()
+            label = label if len(label) <= 200 else label[:197] + "..."
+            self._last_step = f"invalid action {label}: {problem}"
             self._calls[-1]["error"] = "invalid_action"
             self._progress("act")
             return ActChoice(None, False, "invalid_action")
-        action = Action.of(call.tool, **spec.args.model_validate(call.args).model_dump())
+        action = checked
         expert = action == task.expert_action()
         hits, n = self._expert_hits.get(plan.plan_id, (0, 0))
         hits, n = hits + expert, n + 1

@@ -55,11 +55,12 @@ def _rows(path: Path) -> list[dict[str, Any]]:
         raise SpecError(str(exc)) from None
 
 
-def load_run(path: str | Path) -> RecordedRun:
+def load_run(path: str | Path, *, need_steps: bool = False) -> RecordedRun:
     """Read a run directory whole: its spec, episodes, steps and model calls.
 
     Args:
         path: The run directory (with spec.json and episodes.jsonl).
+        need_steps: Refuse a run without steps (calibrate and replay read them).
 
     Returns:
         The recorded run; steps and calls are empty when their files are absent.
@@ -74,10 +75,15 @@ def load_run(path: str | Path) -> RecordedRun:
         raise SpecError(f"{p}: not a run directory (no spec.json)")
     try:
         data = json.loads(spec_file.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError):
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
         raise SpecError(f"{spec_file}: not valid JSON") from None
+    if not isinstance(data, dict):
+        raise SpecError(f"{spec_file}: not a JSON object")
     spec = parse_spec(data, str(spec_file))
     episodes = _rows(p / EPISODES_FILE)
     if not episodes:
         raise SpecError(f"{p}: no finished episodes in episodes.jsonl")
-    return RecordedRun(p, spec, episodes, _rows(p / STEPS_FILE), _rows(p / CALLS_FILE))
+    steps = _rows(p / STEPS_FILE)
+    if need_steps and not steps:
+        raise SpecError(f"{p}: no steps in steps.jsonl (missing or empty): nothing to read")
+    return RecordedRun(p, spec, episodes, steps, _rows(p / CALLS_FILE))

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 
 from opar_sim.experiment.rundir import LLM_SUMMARY_FILE, read_json
 
@@ -25,4 +26,6 @@ def print_llm_costs(out: Path, console: Console) -> None:
         f"plan cache hits {s['plan_cache_hits']}; errors {s['errors'] or 'none'}"
     )
     if s.get("backend_failure"):
-        console.print(f"[red]backend failure[/]: {s['backend_failure']}", highlight=False)
+        console.print(
+            f"[red]backend failure[/]: {escape(str(s['backend_failure']))}", highlight=False
+        )

@@ -1,21 +1,27 @@
 """The ``opar-sim`` command line.
 
-Bad input exits with status 2 and one line on stderr, never a traceback.
+Bad input exits with status 2 and one line on stderr, never a traceback; see ``main``.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import errno
+import os
 import sys
+import tempfile
+import traceback
 from collections.abc import Sequence
+from pathlib import Path
 from typing import NoReturn
 
 from rich.console import Console
 
 from opar_sim.cli.commands import COMMANDS
 from opar_sim.cli.commands.common import UsageError
+from opar_sim.core.errors import InputError
 from opar_sim.experiment.executors import ExecutorError
-from opar_sim.experiment.spec import SpecError
 
 
 class _Parser(argparse.ArgumentParser):
@@ -71,29 +77,106 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of ``opar-sim``; returns the exit status."""
+    """Entry point of ``opar-sim``; returns the exit status.
+
+    Bad input (``InputError``: specs, run directories, flags, the environment)
+    exits 2 with one line; a file that cannot be written (a full disk, an
+    unwritable path) exits 1 with one line; anything unexpected exits 70 with
+    one line, its traceback written to ``error.log`` in the run directory (a
+    temporary file when there is none), never to the terminal.
+    """
     # a terminal sets its own width; piped output (logs, CI) gets room for the wide tables
     console = Console() if sys.stdout.isatty() else Console(width=160)
     argv = sys.argv[1:] if argv is None else list(argv)
     if not argv:  # a bare call: what the commands are, not one line of error
         build_parser().print_help(sys.stderr)
         return 2
+    args: argparse.Namespace | None = None
     try:
         args = build_parser().parse_args(argv)
         command = next(c for c in COMMANDS if args.command == c.NAME)
         status: int = command.run(args, console)
         return status
-    except (UsageError, SpecError, ExecutorError) as exc:
-        print(f"opar-sim: error: {exc}", file=sys.stderr)
+    except (InputError, ExecutorError) as exc:
+        _say(f"error: {exc}")
         return 2
     except _Done:
         return 0
     except KeyboardInterrupt:
-        print(
-            "opar-sim: interrupted; finished episodes are kept: rerun with --resume --out DIR",
-            file=sys.stderr,
+        resumable = args is not None and hasattr(args, "resume")  # run, sweep, compare, tune
+        _say(
+            "interrupted; finished episodes are kept: rerun with --resume --out DIR"
+            if resumable
+            else "interrupted"
         )
         return 130
+    except OSError as exc:
+        _say(f"error: {describe_os_error(exc)}")
+        return 1
+    except Exception as exc:  # the last resort: one line, the traceback to a log file
+        log = write_crash_log(getattr(args, "out", None))
+        where = f"; traceback in {log}" if log else ""
+        _say(f"internal error: {type(exc).__name__}: {_one_line(str(exc))}{where}")
+        return 70
+
+
+def _say(text: str) -> None:
+    with contextlib.suppress(OSError):  # stderr itself may be gone
+        print(f"opar-sim: {text}", file=sys.stderr)
+
+
+def _one_line(text: str) -> str:
+    first = text.strip().splitlines()[0] if text.strip() else ""
+    return first if len(first) <= 200 else first[:197] + "..."
+
+
+def describe_os_error(exc: OSError) -> str:
+    """One line for a file that could not be read or written, with what to do about it.
+
+    Args:
+        exc: The error (its ``filename`` names the file when known).
+
+    Returns:
+        The line, without the ``opar-sim: error:`` prefix.
+    """
+    name = f"{exc.filename}" if exc.filename is not None else "a file"
+    if len(name) > 120:
+        name = name[:60] + "..." + name[-57:]
+    reason = exc.strerror or type(exc).__name__
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return (
+            f"cannot write {name}: {reason}; finished episodes are kept: free space and "
+            "rerun with --resume --out DIR"
+        )
+    return f"cannot write {name}: {reason}"
+
+
+def write_crash_log(out: object) -> Path | None:
+    """Write the current exception's traceback to ``OUT/error.log``, else to a temporary file.
+
+    Args:
+        out: The command's ``--out`` (a run directory), or None.
+
+    Returns:
+        The log's path, or None when no log could be written.
+    """
+    text = traceback.format_exc()
+    if isinstance(out, Path):
+        try:
+            if out.is_dir():
+                log = out / "error.log"
+                with open(log, "a", encoding="utf-8") as f:
+                    f.write(text)
+                return log
+        except OSError:
+            pass
+    try:
+        fd, name = tempfile.mkstemp(prefix="opar-sim-error-", suffix=".log")
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        return Path(name)
+    except OSError:
+        return None
 
 
 if __name__ == "__main__":

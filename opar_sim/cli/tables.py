@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rich.table import Table
+from rich.text import Text
 
 from opar_sim.analysis.heterogeneity import Validation
 from opar_sim.analysis.run import RunAnalysis
@@ -34,21 +35,22 @@ class TextTable:
 
     def to_rich(self) -> Table:
         """The table for the terminal."""
+        # cells, titles and notes are plain text: a value such as "[/]" is shown, not parsed
         table = Table(
-            title=self.title,
+            title=Text(self.title, style="table.title"),
             title_justify="left",
-            caption="\n".join(self.notes),
+            caption=Text("\n".join(self.notes), style="table.caption"),
             caption_justify="left",
         )
         for k, column in enumerate(self.columns):
             if k == 0 and self.bold:
-                table.add_column(column, style="bold", no_wrap=True)
+                table.add_column(Text(column), style="bold", no_wrap=True)
             elif k < self.left:
-                table.add_column(column)
+                table.add_column(Text(column))
             else:
-                table.add_column(column, justify="right")
+                table.add_column(Text(column), justify="right")
         for row in self.rows:
-            table.add_row(*row)
+            table.add_row(*(Text(cell) for cell in row))
         return table
 
     def to_html(self) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
@@ -47,6 +48,20 @@ class InvalidOutput(LLMError):
     reason = "invalid_format"
 
 
+MAX_TOKENS = 10**9  # a reply's token counts are clamped to [0, MAX_TOKENS]
+MAX_SECONDS = 1e6  # and its durations to [0, MAX_SECONDS]
+
+
+def _clamp(value: object, top: float) -> float:
+    try:
+        number = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError, OverflowError):
+        return 0.0
+    if math.isnan(number):
+        return 0.0
+    return min(max(number, 0.0), top)
+
+
 @dataclass(slots=True, frozen=True)
 class Completion:
     """One raw generation: the text and what it cost.
@@ -62,6 +77,18 @@ class Completion:
     model_seconds: float
     wall_seconds: float = 0.0
     done_reason: str = "stop"
+
+    def __post_init__(self) -> None:
+        # a server's numbers are data: a negative, huge, non-finite or non-numeric count or
+        # duration is clamped into range rather than crashing the loop or the JSON lines
+        for name, top in (("prompt_tokens", MAX_TOKENS), ("completion_tokens", MAX_TOKENS)):
+            object.__setattr__(self, name, int(_clamp(getattr(self, name), top)))
+        for name in ("model_seconds", "wall_seconds"):
+            object.__setattr__(self, name, float(_clamp(getattr(self, name), MAX_SECONDS)))
+        if not isinstance(self.text, str):
+            object.__setattr__(self, "text", str(self.text))
+        if self.done_reason not in ("stop", "length"):
+            object.__setattr__(self, "done_reason", "stop")
 
     @property
     def truncated(self) -> bool:

@@ -26,6 +26,8 @@ from typing import Any, Generic, Protocol, TypeVar
 
 from pydantic import ValidationError
 
+from opar_sim.core.errors import InputError, describe_problem, did_you_mean, keys_at
+
 T = TypeVar("T")
 
 
@@ -69,13 +71,16 @@ class ParameterError(ValueError):
     unknown key).
     """
 
-    def __init__(self, kind: str, name: str, loc: str, problem: str, error_type: str) -> None:
-        super().__init__(f"{kind} {name!r} parameter {loc}: {problem}")
+    def __init__(
+        self, kind: str, name: str, loc: str, problem: str, error_type: str, hint: str = ""
+    ) -> None:
+        super().__init__(f"{kind} {name!r} parameter {loc}: {problem}{hint}")
         self.kind = kind
         self.name = name
         self.loc = loc
         self.problem = problem
         self.error_type = error_type
+        self.hint = hint  # " (did you mean 'x'?)" for an unknown key near a valid one
 
 
 class Registry(Generic[T]):
@@ -107,6 +112,8 @@ class Registry(Generic[T]):
         self._entry_points: EntryPointSource = entry_points or _installed_entry_points
         self.factories: dict[str, Callable[..., T]] = {}
         self.plugins_loaded = False
+        # plugins of the entry-point group that failed to load: name -> one-line reason
+        self.plugin_errors: dict[str, str] = {}
 
     def register(self, name: str, factory: Callable[..., T]) -> None:
         """Register ``factory`` under ``name``; re-registering a name replaces it.
@@ -124,9 +131,18 @@ class Registry(Generic[T]):
         self.plugins_loaded = True
         if self.entry_point_group is None:
             return
-        for ep in self._entry_points(group=self.entry_point_group):
-            if ep.name not in self.factories:
+        try:
+            found = list(self._entry_points(group=self.entry_point_group))
+        except Exception as exc:  # a broken distribution's metadata
+            self.plugin_errors[self.entry_point_group] = f"{type(exc).__name__}: {exc}"
+            return
+        for ep in found:
+            if ep.name in self.factories:
+                continue
+            try:  # a plugin that fails to import is reported (``list``) and skipped
                 self.factories[ep.name] = ep.load()
+            except Exception as exc:
+                self.plugin_errors[ep.name] = f"{type(exc).__name__}: {exc}".splitlines()[0]
 
     def names(self) -> list[str]:
         """The registered names, plugins included.
@@ -158,7 +174,8 @@ class Registry(Generic[T]):
         found = self.factories.get(name)
         if found is None:
             known = ", ".join(sorted(self.factories))
-            raise UnknownNameError(f"unknown {self.kind} {name!r} (known: {known})")
+            hint = did_you_mean(str(name), self.factories)
+            raise UnknownNameError(f"unknown {self.kind} {name!r}{hint} (known: {known})")
         return found
 
     def describe(self, name: str) -> str:
@@ -200,18 +217,56 @@ class Registry(Generic[T]):
         except (TypeError, ValueError):  # no signature to check (some builtins)
             signature = None
         if signature is not None:
-            try:
-                signature.bind(**params)
-            except TypeError as exc:
-                raise ValueError(f"{self.kind} {name!r}: {exc}") from None
+            _check_keywords(self.kind, name, signature, params)
         try:
             return factory(**params)
+        except InputError:  # bad input outside the parameters (an environment variable)
+            raise
         except ValidationError as exc:
             first = exc.errors()[0]
             where = ".".join(str(p) for p in first["loc"])
-            raise ParameterError(self.kind, name, where, first["msg"], first["type"]) from None
+            hint = ""
+            if first["type"] == "extra_forbidden":
+                choices = keys_at(getattr(factory, "Params", None), tuple(first["loc"])[:-1])
+                hint = did_you_mean(str(first["loc"][-1]), choices)
+            problem = (
+                "unknown key" if first["type"] == "extra_forbidden" else describe_problem(first)
+            )
+            raise ParameterError(self.kind, name, where, problem, first["type"], hint) from None
         except (TypeError, ValueError) as exc:
             raise ValueError(f"{self.kind} {name!r}: {exc}") from None
+
+
+_NUMBER_HINTS = ("float", "int", float, int)
+
+
+def _check_keywords(
+    kind: str, name: str, signature: inspect.Signature, params: dict[str, Any]
+) -> None:
+    """Refuse unknown keywords (naming the nearest) and non-numbers where numbers belong."""
+    accepted = signature.parameters
+    open_ended = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in accepted.values())
+    for key, value in params.items():
+        param = accepted.get(key)
+        if param is None:
+            if open_ended:
+                continue
+            keywords = [
+                n
+                for n, p in accepted.items()
+                if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+            ]
+            hint = did_you_mean(key, keywords)
+            raise ParameterError(kind, name, key, "unknown key", "extra_forbidden", hint)
+        if param.annotation in _NUMBER_HINTS and (
+            isinstance(value, bool) or not isinstance(value, int | float)
+        ):
+            shown = describe_problem({"type": "float_type", "input": value})
+            raise ParameterError(kind, name, key, shown, "float_type")
+    try:
+        signature.bind(**params)
+    except TypeError as exc:
+        raise ValueError(f"{kind} {name!r}: {exc}") from None
 
 
 __all__ = [

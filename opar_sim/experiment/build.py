@@ -10,6 +10,7 @@ the whole pipeline: schema, then components.
 
 from __future__ import annotations
 
+import math
 import tomllib
 from collections import Counter
 from collections.abc import Callable
@@ -89,6 +90,10 @@ def load_spec(path: str | Path) -> ExperimentSpec:
         raise SpecError(f"{p}: not valid TOML: {exc}") from None
     except UnicodeDecodeError:
         raise SpecError(f"{p}: not a text file") from None
+    except RecursionError:
+        raise SpecError(f"{p}: tables nested too deeply") from None
+    except OSError as exc:
+        raise SpecError(f"{p}: cannot read: {exc.strerror}") from None
     return parse_spec(data, str(p))
 
 
@@ -130,13 +135,20 @@ def build(spec: ExperimentSpec, source: str = "spec") -> Components:
 
 def _build(spec: ExperimentSpec, source: str) -> Components:
     t, a = spec.task, spec.agent
+    _refuse_nan(spec, source)
+    try:
+        environments.make(t.name, **t.params)
+    except ParameterError as exc:
+        raise SpecError(f"{source}: task.params.{exc.loc}: {exc.problem}{exc.hint}") from None
+    except ValueError as exc:
+        raise SpecError(f"{source}: task: {exc}") from None
     try:
         environments.wrap(environments.make(t.name, **t.params), t.wrappers)
     except ValueError as exc:
         raise SpecError(f"{source}: task: {exc}") from None
     make_agent = _agent_factory(a, source)
     made: list[tuple[str, Callable[[], Controller]]] = []
-    for c in spec.controller_list():
+    for i, c in enumerate(spec.controller_list()):
         if is_file_ref(c.name):  # a user's law from a file: loaded and registered here
             try:
                 load_controller(c.name)
@@ -144,6 +156,11 @@ def _build(spec: ExperimentSpec, source: str) -> Components:
                 raise SpecError(f"{source}: {exc}") from None
         try:
             controllers.make(c.name, **c.params)
+        except ParameterError as exc:
+            table = f"compare.{i}" if spec.compare else "controller"
+            raise SpecError(
+                f"{source}: {table}.params.{exc.loc}: {exc.problem}{exc.hint}"
+            ) from None
         except ValueError as exc:
             raise SpecError(f"{source}: controller: {exc}") from None
         if any(name == c.name for name, _ in made):
@@ -168,7 +185,23 @@ def _agent_factory(a: AgentSpec, source: str) -> Callable[[], Agent]:
         return AGENTS.make(a.kind, params=a.params, backend=a.backend, evaluator=a.evaluator)
     except ParameterError as exc:
         problem = "unknown key" if exc.error_type == "extra_forbidden" else exc.problem
-        raise SpecError(f"{source}: agent.params.{exc.loc}: {problem}") from None
+        raise SpecError(f"{source}: agent.params.{exc.loc}: {problem}{exc.hint}") from None
+
+
+def _refuse_nan(spec: ExperimentSpec, source: str) -> None:
+    """NaN is no parameter value: name the first key holding one."""
+
+    def walk(node: Any, path: str) -> None:
+        if isinstance(node, float) and math.isnan(node):
+            raise SpecError(f"{source}: {path}: must be a number, got nan")
+        if isinstance(node, dict):
+            for key, value in node.items():
+                walk(value, f"{path}.{key}" if path else str(key))
+        elif isinstance(node, list):
+            for k, value in enumerate(node):
+                walk(value, f"{path}.{k}")
+
+    walk(spec.model_dump(include={"task", "agent", "controller", "compare"}), "")
 
 
 def _controller_factory(c: ControllerSpec) -> Callable[[], Controller]:

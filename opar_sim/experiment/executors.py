@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import signal
 from collections.abc import Callable, Iterator
 from concurrent.futures import Executor, Future, ProcessPoolExecutor
 from contextlib import contextmanager
@@ -61,6 +62,11 @@ class ExecutorConfig:
         return self.workers or os.cpu_count() or 1
 
 
+def _ignore_interrupts() -> None:
+    """In a pool worker: Ctrl-C is the parent's to handle (no traceback per worker)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 @contextmanager
 def open_executor(config: ExecutorConfig) -> Iterator[Executor]:
     """Start the configured executor and shut it down afterwards."""
@@ -70,8 +76,16 @@ def open_executor(config: ExecutorConfig) -> Iterator[Executor]:
     if config.kind == "process":
         # spawn, not fork: the parent may hold threads (the progress bar)
         context = multiprocessing.get_context("spawn")
-        with ProcessPoolExecutor(config.parallelism, mp_context=context) as pool:
+        pool = ProcessPoolExecutor(
+            config.parallelism, mp_context=context, initializer=_ignore_interrupts
+        )
+        try:
             yield pool
+        except BaseException:
+            # Ctrl-C or an error: drop the queued chunks instead of finishing them
+            pool.shutdown(wait=True, cancel_futures=True)
+            raise
+        pool.shutdown(wait=True)
         return
     with _dask_client(config) as client:
         executor: Any = client.get_executor()

@@ -12,6 +12,7 @@ from __future__ import annotations
 import copy
 import itertools
 import math
+import re
 from dataclasses import dataclass
 from typing import Annotated, Any
 
@@ -90,6 +91,11 @@ def set_path(data: dict[str, Any], path: str, value: Scalar) -> None:
     node[keys[-1]] = value
 
 
+# a point's directory name keeps letters, digits and = . + - _ ; anything else (a path
+# separator, markup, control characters) becomes "_", so it never leaves the sweep directory
+_UNSAFE = re.compile(r"[^A-Za-z0-9=.+_-]")
+
+
 def _label(value: Scalar) -> str:
     if isinstance(value, float):
         return f"{value:.4g}" if math.isfinite(value) else str(value)
@@ -109,5 +115,6 @@ def grid(base: dict[str, Any], axes: dict[str, SweepAxis]) -> list[SweepPoint]:
             set_path(data, path, value)
         short = "_".join(f"{p.rsplit('.', 1)[-1]}={_label(v)}" for p, v in assignment.items())
         data["name"] = f"{base['name']}-{index:03d}"
-        points.append(SweepPoint(index, f"{index:03d}_{short}"[:120], assignment, data))
+        name = _UNSAFE.sub("_", f"{index:03d}_{short}"[:120])
+        points.append(SweepPoint(index, name, assignment, data))
     return points

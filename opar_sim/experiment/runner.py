@@ -24,16 +24,20 @@ from opar_sim.experiment.executors import SerialExecutor
 from opar_sim.experiment.rundir import (
     SPEC_FILE,
     SUMMARY_FILE,
+    Repair,
     RunWriter,
     episode_key,
     iter_episodes,
     prepare_out_dir,
-    resume_point,
+    resume_run,
     write_json,
     write_spec,
 )
 from opar_sim.experiment.rundir import write_summary as write_llm_summary
-from opar_sim.experiment.spec import ExperimentSpec, SpecError
+from opar_sim.experiment.spec import ExperimentSpec
+
+# a directory holding any of these is a run that ``--resume`` repairs and finishes
+RESUMABLE_FILES = (SPEC_FILE, "episodes.jsonl", "steps.jsonl", "manifest.jsonl")
 
 
 @dataclass
@@ -53,6 +57,7 @@ def run_experiment(
     parallelism: int = 1,
     resume: bool = False,
     on_progress: Callable[[int], None] | None = None,
+    on_note: Callable[[str], None] | None = None,
 ) -> RunResult:
     """Run every episode of ``spec`` (every controller, same seeds) into ``out``.
 
@@ -64,18 +69,18 @@ def run_experiment(
         parallelism: The executor's workers; sizes the chunks and bounds those in flight.
         resume: Continue the run already in ``out`` instead of starting afresh.
         on_progress: Called with the number of episodes each finished chunk adds.
+        on_note: Called with each thing ``--resume`` repaired or cut.
 
     Returns:
         The run directory and its per-controller summary.
     """
-    if resume and not (out / SPEC_FILE).is_file():
-        raise SpecError(f"--resume: {out} holds no run to resume")
     return run_many(
         [(spec, out)],
         executor=executor,
         parallelism=parallelism,
         resume=resume,
         on_progress=on_progress,
+        on_note=on_note,
     )[0]
 
 
@@ -87,6 +92,7 @@ def run_many(
     resume: bool = False,
     on_progress: Callable[[int], None] | None = None,
     on_run: Callable[[int], None] | None = None,
+    on_note: Callable[[str], None] | None = None,
 ) -> list[RunResult]:
     """Run several experiments as one stream of chunks, each into its own directory.
 
@@ -100,6 +106,7 @@ def run_many(
         resume: Continue runs already on disk; a run not started yet starts.
         on_progress: Called with the number of episodes each finished chunk adds.
         on_run: Called with a run's index when that run starts writing.
+        on_note: Called with each thing ``--resume`` repaired or cut, per run.
 
     Returns:
         One result per run, in the order of ``runs``.
@@ -107,15 +114,20 @@ def run_many(
     for spec, _ in runs:
         build(spec)  # every error surfaces before anything is written
     # resuming, a run not started yet simply starts (a sweep point the kill never reached)
-    done: list[int] = [
-        resume_point(spec, out) if resume and (out / SPEC_FILE).is_file() else 0
-        for spec, out in runs
-    ]
+    starts: list[Repair] = []
     for spec, out in runs:
-        if not (resume and (out / SPEC_FILE).is_file()):
+        if resume and _started(out):
+            found = resume_run(spec, out)
+            for note in found.notes:
+                if on_note is not None:
+                    on_note(f"{out}: {note}")
+        else:
+            found = Repair()
             prepare_out_dir(out)
             out.mkdir(parents=True, exist_ok=True)
             write_spec(out, spec)
+        starts.append(found)
+    done = [found.done for found in starts]
     already = sum(done)
     if on_progress is not None and already:
         on_progress(already)
@@ -125,11 +137,14 @@ def run_many(
         planned = plan_chunks(spec, skip=skip, parallelism=parallelism)
         chunks += planned
         owner += [index] * len(planned)
-    writer = RunWriter(runs, on_run)
+    writer = RunWriter(runs, on_run, starts)
     try:
         stream = run_in_order(executor or SerialExecutor(), chunks, 2 * parallelism + 1)
         for index, result in zip(owner, stream, strict=True):
-            writer.write(index, result.episodes, result.steps, result.calls)
+            c = result.chunk
+            first = c.controller * runs[index][0].episodes
+            units = (first + c.start, first + c.stop)
+            writer.write(index, units, result.episodes, result.steps, result.calls)
             if on_progress is not None:
                 on_progress(result.chunk.stop - result.chunk.start)
     finally:
@@ -138,6 +153,11 @@ def run_many(
         finish_run(spec, out, resumed_from=skip)
         for (spec, out), skip in zip(runs, done, strict=True)
     ]
+
+
+def _started(out: Path) -> bool:
+    """Whether ``out`` holds anything of a run (else ``--resume`` simply starts it)."""
+    return out.is_dir() and any((out / name).exists() for name in RESUMABLE_FILES)
 
 
 def finish_run(spec: ExperimentSpec, out: Path, *, resumed_from: int = 0) -> RunResult:

@@ -10,17 +10,19 @@ dotted-path changes.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from opar_sim.core.errors import InputError, describe_problem, did_you_mean, keys_at
 from opar_sim.core.guards import GuardsSpec
 from opar_sim.experiment.grid import SweepAxis
 from opar_sim.llm.config import BackendSpec
 
 
-class SpecError(ValueError):
+class SpecError(InputError):
     """A spec is missing, malformed or names something that does not exist."""
 
 
@@ -84,8 +86,8 @@ class ParamRange(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    low: float
-    high: float
+    low: float = Field(allow_inf_nan=False)
+    high: float = Field(allow_inf_nan=False)
     log: bool = False
     integer: bool = False  # search whole numbers only (e.g. settle_count)
 
@@ -95,6 +97,8 @@ class ParamRange(BaseModel):
             raise ValueError("needs low < high")
         if self.log and self.low <= 0:
             raise ValueError("a log range needs low > 0")
+        if self.integer and math.ceil(self.low) > math.floor(self.high):
+            raise ValueError(f"an integer range needs a whole number in [{self.low}, {self.high}]")
         return self
 
 
@@ -126,7 +130,9 @@ class TuneSpec(BaseModel):
     sampler: Literal["tpe", "cmaes"] = "tpe"
     train_episodes: int = Field(150, ge=1)
     holdout_episodes: int = Field(300, ge=1)
-    holdout_seed: int = Field(1_000_003, ge=0, description="seed of the held-out episodes")
+    holdout_seed: int = Field(
+        1_000_003, ge=0, le=2**63 - 1, description="seed of the held-out episodes"
+    )
     objective: Objective = Field(default_factory=Objective)
     space: dict[str, ParamRange] = Field(min_length=1)
 
@@ -144,7 +150,7 @@ class ExperimentSpec(_Strict):
         description="runs of each episode's world: the task stream shared, the agent's, "
         "tools' and controller's fresh per trial (pass^k needs trials >= k)",
     )
-    seed: int = Field(0, ge=0)
+    seed: int = Field(0, ge=0, le=2**63 - 1)
     task: TaskSpec = Field(default_factory=TaskSpec)
     agent: AgentSpec = Field(default_factory=AgentSpec)
     controller: ControllerSpec = Field(default_factory=ControllerSpec)
@@ -177,15 +183,31 @@ class ExperimentSpec(_Strict):
         return list(self.compare) if self.compare else [self.controller]
 
 
-def first_error(exc: ValidationError, prefix: str = "") -> str:
-    """The first validation error as ``dotted.path: message``, the path after ``prefix``."""
+def first_error(
+    exc: ValidationError, prefix: str = "", model: type[BaseModel] | None = None
+) -> str:
+    """The first validation error as ``dotted.path: message``, in the spec's own words.
+
+    An unknown key names the nearest valid key of its table (``did you mean``)
+    when ``model`` (default ``ExperimentSpec``) knows the table.
+
+    Args:
+        exc: Pydantic's error.
+        prefix: Put before the path (e.g. ``"agent.params."``).
+        model: The model the data was validated against.
+
+    Returns:
+        One line.
+    """
     err = exc.errors()[0]
-    where = ".".join(str(p) for p in err["loc"])
+    loc = tuple(err["loc"])
+    where = ".".join(str(p) for p in loc)
     if err["type"] == "extra_forbidden":
-        return f"{prefix}{where}: unknown key"
+        keys = keys_at(model or ExperimentSpec, loc[:-1])
+        return f"{prefix}{where}: unknown key{did_you_mean(str(loc[-1]), keys)}"
     if not where:  # a check across keys (a model validator) names its keys itself
         return f"{prefix}{err['msg'].removeprefix('Value error, ')}"
-    return f"{prefix}{where}: {err['msg']}"
+    return f"{prefix}{where}: {describe_problem(err)}"
 
 
 def validate_spec(data: dict[str, Any], source: str = "spec") -> ExperimentSpec:
@@ -205,3 +227,5 @@ def validate_spec(data: dict[str, Any], source: str = "spec") -> ExperimentSpec:
         return ExperimentSpec.model_validate(data)
     except ValidationError as exc:
         raise SpecError(f"{source}: {first_error(exc)}") from None
+    except RecursionError:
+        raise SpecError(f"{source}: tables nested too deeply") from None

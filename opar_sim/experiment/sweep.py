@@ -18,7 +18,7 @@ from typing import Any
 
 from opar_sim.experiment.edit import sweep_points
 from opar_sim.experiment.grid import SweepPoint
-from opar_sim.experiment.rundir import prepare_out_dir, read_json, write_json
+from opar_sim.experiment.rundir import RunDirError, prepare_out_dir, read_json, write_json
 from opar_sim.experiment.runner import run_many
 from opar_sim.experiment.spec import ExperimentSpec, SpecError
 
@@ -41,6 +41,7 @@ def run_sweep(
     on_point: Callable[[SweepPoint], None] | None = None,
     on_progress: Callable[[int], None] | None = None,
     points: list[tuple[SweepPoint, ExperimentSpec]] | None = None,
+    on_note: Callable[[str], None] | None = None,
 ) -> SweepResult:
     """Run every point of ``spec``'s sweep into ``out``.
 
@@ -53,6 +54,7 @@ def run_sweep(
         on_point: Called when a point starts writing.
         on_progress: Called with the number of episodes each finished chunk adds.
         points: The grid, when the caller already made it (``sweep_points``).
+        on_note: Called with each thing ``--resume`` repaired or cut.
 
     Returns:
         Each point's assignment and per-controller summary.
@@ -64,11 +66,22 @@ def run_sweep(
         "points": [{"name": p.name, "assignment": p.assignment} for p, _ in points],
     }
     index = out / "sweep.json"
-    if resume:
-        if not index.is_file():
-            raise SpecError(f"--resume: {out} holds no sweep to resume")
-        if read_json(index) != json.loads(json.dumps(manifest)):
+    for point, _ in points:  # a point's directory stays a direct child of ``out``
+        if not _safe_name(point.name):
+            raise SpecError(f"sweep point name {point.name!r} is not a safe directory name")
+    if resume and index.is_file():
+        try:
+            same = read_json(index) == json.loads(json.dumps(manifest))
+        except RunDirError:
+            same = False  # a torn sweep.json: the points' own manifests decide below
+            write_json(index, manifest)
+        if not same:
             raise SpecError(f"--resume: the sweep differs from the one that started {out}")
+    elif resume:  # killed before its first write: the sweep starts (finished points are kept)
+        if out.exists() and not out.is_dir():
+            raise SpecError(f"--out {out} exists and is not a directory")
+        out.mkdir(parents=True, exist_ok=True)
+        write_json(index, manifest)
     else:
         if index.exists():
             raise SpecError(f"--out {out} already holds a sweep; use --resume or another directory")
@@ -83,6 +96,7 @@ def run_sweep(
         resume=resume,
         on_progress=on_progress,
         on_run=(lambda i: on_point(points[i][0])) if on_point is not None else None,
+        on_note=on_note,
     )
     rows = [
         {"point": point.name, "assignment": point.assignment, "summary": result.summary}
@@ -90,3 +104,8 @@ def run_sweep(
     ]
     write_json(out / "sweep_summary.json", rows)
     return SweepResult(out, rows)
+
+
+def _safe_name(name: str) -> bool:
+    """A single path component: no separator, not ``.`` or ``..``, not hidden."""
+    return bool(name) and "/" not in name and "\\" not in name and not name.startswith(".")

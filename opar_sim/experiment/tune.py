@@ -14,9 +14,11 @@ averaged over episodes, with the weights given in the spec.
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -73,38 +75,121 @@ def _sampler(kind: str, seed: int) -> Any:
     return optuna.samplers.TPESampler(seed=seed)
 
 
+JOURNAL_FILE = "optuna.journal"  # Optuna's journal of a tuning: optuna-dashboard opens it
+
+
+def journal_storage(path: Path, *, resume: bool) -> Any:
+    """Optuna's ``JournalStorage`` on ``path``; resuming, a torn tail and a stale lock go first.
+
+    Args:
+        path: The journal file (``OUT/optuna.journal``).
+        resume: The tuning was interrupted: cut a half-written last line of the
+            journal and remove the lock a killed process left behind.
+
+    Returns:
+        The storage.
+    """
+    from optuna.storages import JournalStorage
+    from optuna.storages.journal import JournalFileBackend
+
+    if resume:
+        lock = Path(f"{path}.lock")
+        if lock.is_symlink() or lock.exists():
+            lock.unlink()
+        if path.is_file():
+            data = path.read_bytes()
+            if data and not data.endswith(b"\n"):
+                os.truncate(path, data.rfind(b"\n") + 1)
+    return JournalStorage(JournalFileBackend(str(path)))
+
+
+def _rngs(sampler: Any) -> dict[str, Any]:
+    """The sampler's random states by attribute path (TPE, CMA-ES and their random samplers)."""
+    found: dict[str, Any] = {}
+    for name in ("_rng", "_cma_rng"):
+        if hasattr(sampler, name):
+            found[name] = getattr(sampler, name).rng
+    for name in ("_random_sampler", "_independent_sampler"):
+        inner = getattr(sampler, name, None)
+        if inner is not None and hasattr(inner, "_rng"):
+            found[f"{name}._rng"] = inner._rng.rng
+    return found
+
+
+def _rng_state(sampler: Any) -> dict[str, Any]:
+    out = {}
+    for path, rng in _rngs(sampler).items():
+        kind, keys, pos, has_gauss, gauss = rng.get_state()
+        out[path] = [kind, [int(k) for k in keys], int(pos), int(has_gauss), float(gauss)]
+    return out
+
+
+def _set_rng_state(sampler: Any, state: Mapping[str, Any]) -> None:
+    for path, rng in _rngs(sampler).items():
+        if path in state:
+            kind, keys, pos, has_gauss, gauss = state[path]
+            rng.set_state((kind, np.array(keys, dtype=np.uint32), pos, has_gauss, gauss))
+
+
 def minimize(
     space: Mapping[str, ParamRange],
-    objective: Callable[[dict[str, float]], float],
+    objective: Callable[[dict[str, float]], float | tuple[float, dict[str, Any]]],
     trials: int,
     seed: int,
     *,
     sampler: str = "tpe",
     enqueue: Sequence[Mapping[str, float]] = (),
     on_trial: Callable[[int, dict[str, float], float], None] | None = None,
+    storage: Any = None,
+    study_name: str = "opar-sim",
+    resume: bool = False,
 ) -> tuple[Any, list[tuple[dict[str, float], float]]]:
     """The one Optuna search of opar-sim: ask, score, tell, ``trials`` times.
 
+    With a ``storage`` (a journal) every trial is kept on disk with the
+    sampler's random state after it, so ``resume`` continues an interrupted
+    search exactly where it stopped: the same assignments, the same scores.
+
     Args:
         space: Parameter name -> its search range.
-        objective: Scores one assignment (lower is better).
+        objective: Scores one assignment (lower is better); it may return
+            ``(score, user attributes)`` to keep more with the trial.
         trials: How many assignments to score, the enqueued ones included.
         seed: The sampler's seed.
         sampler: ``tpe`` or ``cmaes``.
         enqueue: Assignments to score first (e.g. classic tuning rules).
         on_trial: Called with each trial's number, assignment and score.
+        storage: An Optuna storage (``journal_storage``), or None for memory.
+        study_name: The study's name in ``storage``.
+        resume: Load the study from ``storage`` and finish it.
 
     Returns:
         The Optuna study and every (assignment, score) in trial order.
     """
     import optuna
+    from optuna.trial import TrialState
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    study = optuna.create_study(direction="minimize", sampler=_sampler(sampler, seed))
-    for assignment in enqueue:
-        study.enqueue_trial(dict(assignment))
-    scored: list[tuple[dict[str, float], float]] = []
-    for _ in range(trials):
+    chosen = _sampler(sampler, seed)
+    study = optuna.create_study(
+        direction="minimize",
+        sampler=chosen,
+        storage=storage,
+        study_name=study_name if storage is not None else None,
+        load_if_exists=resume,
+    )
+    done = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+    for stale in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
+        study._storage.set_trial_state_values(stale._trial_id, TrialState.FAIL)  # killed
+    if done:
+        _set_rng_state(chosen, done[-1].user_attrs.get("sampler_rng", {}))
+    elif not study.get_trials(deepcopy=False, states=(TrialState.WAITING,)):
+        for assignment in enqueue:
+            study.enqueue_trial(dict(assignment))
+    scored: list[tuple[dict[str, float], float]] = [
+        (dict(t.params), float(t.value or 0.0)) for t in done
+    ]
+    for _ in range(trials - len(done)):
         trial = study.ask()
         params: dict[str, float] = {
             path: (
@@ -114,11 +199,16 @@ def minimize(
             )
             for path, r in space.items()
         }
-        score = objective(params)
+        if storage is not None:
+            trial.set_user_attr("sampler_rng", _rng_state(chosen))
+        value = objective(params)
+        score, attrs = value if isinstance(value, tuple) else (value, {})
+        for key, attr in attrs.items():
+            trial.set_user_attr(key, attr)
         study.tell(trial, score)
         scored.append((params, score))
         if on_trial is not None:
-            on_trial(trial.number, params, score)
+            on_trial(len(scored) - 1, params, score)
     return study, scored
 
 
@@ -127,6 +217,9 @@ def tune(
     evaluate: Evaluate,
     seed: int,
     on_trial: Callable[[Trial], None] | None = None,
+    *,
+    storage: Any = None,
+    resume: bool = False,
 ) -> TuneResult:
     """Search the space with Optuna on the training seeds, then score on held-out seeds.
 
@@ -135,23 +228,52 @@ def tune(
         evaluate: ``evaluate(params, episodes, seed)`` runs the spec with ``params``
             applied (None: the spec's own values) and returns the episode rows.
         seed: The training seed (and the sampler's).
-        on_trial: Called with each finished trial.
+        on_trial: Called with each finished trial (the resumed ones included).
+        storage: An Optuna storage keeping the trials (``journal_storage``).
+        resume: Finish the study kept in ``storage``.
 
     Returns:
         The best parameters, their training score and the held-out comparison.
     """
     trials: list[Trial] = []
 
-    def objective(params: dict[str, float]) -> float:
+    def objective(params: dict[str, float]) -> tuple[float, dict[str, Any]]:
         rows = evaluate(params, spec.train_episodes, seed)
         score = mean_score(spec.objective, rows)
-        record = Trial(len(trials), params, score, success_rate(rows))
-        trials.append(record)
-        if on_trial is not None:
-            on_trial(record)
-        return score
+        return score, {"success_rate": success_rate(rows)}
 
-    study, _ = minimize(spec.space, objective, spec.trials, seed, sampler=spec.sampler)
+    last_rate = [0.0]
+
+    def scored_objective(params: dict[str, float]) -> tuple[float, dict[str, Any]]:
+        score, attrs = objective(params)
+        last_rate[0] = attrs["success_rate"]
+        return score, attrs
+
+    def record(number: int, params: dict[str, float], score: float) -> None:
+        trial = Trial(number, params, score, last_rate[0])
+        trials.append(trial)
+        if on_trial is not None:
+            on_trial(trial)
+
+    study, scored = minimize(
+        spec.space,
+        scored_objective,
+        spec.trials,
+        seed,
+        sampler=spec.sampler,
+        storage=storage,
+        resume=resume,
+        on_trial=record,
+    )
+    if len(trials) < len(scored):  # the trials a resumed study already had
+        from optuna.trial import TrialState
+
+        kept = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+        earlier = [
+            Trial(k, dict(t.params), float(t.value), float(t.user_attrs.get("success_rate", 0.0)))
+            for k, t in enumerate(kept[: len(scored) - len(trials)])
+        ]
+        trials[:0] = earlier
     best = min(trials, key=lambda t: (t.score, t.number))
     default_rows = evaluate(None, spec.holdout_episodes, spec.holdout_seed)
     best_rows = evaluate(best.params, spec.holdout_episodes, spec.holdout_seed)

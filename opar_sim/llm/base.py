@@ -26,8 +26,14 @@ def parse_reply(text: str, schema: type[T]) -> T:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise InvalidOutput(f"not valid JSON ({exc.msg} at char {exc.pos})") from None
+    except RecursionError:
+        raise InvalidOutput("JSON nested too deeply") from None
+    if not isinstance(data, dict):
+        raise InvalidOutput(f"reply: expected a JSON object, got {type(data).__name__}")
     try:
         return schema.model_validate(data)
+    except RecursionError:
+        raise InvalidOutput("JSON nested too deeply") from None
     except ValidationError as exc:
         err = exc.errors()[0]
         where = ".".join(str(p) for p in err["loc"]) or "reply"

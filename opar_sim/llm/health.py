@@ -6,6 +6,7 @@ did not, what to do about it.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -38,6 +39,7 @@ def check_ollama(host: str | None, models: Iterable[str], timeout: float = 5.0) 
 
     url = resolve_host(host)
     checks: list[Check] = []
+    started = time.monotonic()
     try:
         with httpx.Client(base_url=url, timeout=timeout) as client:
             version = client.get("/api/version")
@@ -45,6 +47,12 @@ def check_ollama(host: str | None, models: Iterable[str], timeout: float = 5.0) 
             tags = client.get("/api/tags")
             tags.raise_for_status()
             payload: dict[str, Any] = tags.json()
+            if not isinstance(payload, dict):
+                raise ValueError("/api/tags is not a JSON object")
+            # a server trickling bytes never trips httpx's per-read timeout: the total counts
+            elapsed = time.monotonic() - started
+            if elapsed > timeout:
+                raise httpx.ReadTimeout(f"answered in {elapsed:.1f} s")
     except httpx.ConnectError as exc:
         return [
             Check(
@@ -72,8 +80,18 @@ def check_ollama(host: str | None, models: Iterable[str], timeout: float = 5.0) 
                 "check OLLAMA_HOST: it must point to an Ollama server (default port 11434)",
             )
         ]
-    checks.append(Check(f"Ollama at {url}", True, f"version {version.json().get('version', '?')}"))
-    installed = [str(m.get("model") or m.get("name")) for m in payload.get("models", [])]
+    try:
+        named = version.json()
+        shown = str(named.get("version", "?")) if isinstance(named, dict) else "?"
+    except ValueError:
+        shown = "?"
+    checks.append(Check(f"Ollama at {url}", True, f"version {shown}"))
+    listed = payload.get("models", [])
+    installed = [
+        str(m.get("model") or m.get("name"))
+        for m in (listed if isinstance(listed, list) else [])
+        if isinstance(m, dict)
+    ]
     for model in dict.fromkeys(models):
         present = model_present(model, installed)
         checks.append(

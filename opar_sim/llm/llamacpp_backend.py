@@ -48,8 +48,17 @@ def resolve_model_path(model: str) -> Path:
             raise BackendUnavailable(f"the bundled SmolLM2 model is not installed: {INSTALL_HINT}")
         return path
     path = Path(model).expanduser()
+    if path.suffix.lower() != ".gguf":
+        raise BackendUnavailable(f"a model file must be a .gguf file: {path}")
     if not path.is_file():
         raise BackendUnavailable(f"GGUF model file not found: {path}")
+    try:
+        with open(path, "rb") as f:
+            magic = f.read(4)
+    except OSError as exc:
+        raise BackendUnavailable(f"GGUF model file unreadable: {path} ({exc.strerror})") from None
+    if magic != b"GGUF":
+        raise BackendUnavailable(f"not a GGUF model file (no GGUF header): {path}")
     return path
 
 

@@ -15,7 +15,9 @@ import os
 import time
 from collections.abc import Sequence
 from typing import Any
+from urllib.parse import urlsplit
 
+from opar_sim.core.errors import InputError
 from opar_sim.core.llm import (
     BackendHTTPError,
     BackendTimeout,
@@ -31,8 +33,36 @@ DEFAULT_HOST = "http://127.0.0.1:11434"
 
 
 def resolve_host(host: str | None) -> str:
-    """The spec's host, else ``OLLAMA_HOST``, else the default; with a scheme and a port."""
-    raw = (host or os.environ.get("OLLAMA_HOST") or DEFAULT_HOST).strip().rstrip("/")
+    """The spec's host, else ``OLLAMA_HOST``, else the default; with a scheme and a port.
+
+    Raises:
+        InputError: naming the spec's ``host`` or ``OLLAMA_HOST`` when it is not
+            ``host[:port]`` or an http(s) URL.
+    """
+    source = "[agent.backend] host" if host else "OLLAMA_HOST"
+    given = host or os.environ.get("OLLAMA_HOST") or DEFAULT_HOST
+    url = _resolve(given)
+    try:
+        parsed = urlsplit(url)
+        port = parsed.port
+    except ValueError:
+        parsed, port = None, None
+    if (
+        parsed is None
+        or parsed.scheme not in ("http", "https")
+        or not parsed.hostname
+        or port is None
+        or any(c.isspace() for c in url)
+    ):
+        raise InputError(
+            f"{source}={given!r}: not a host[:port] or an http(s) URL "
+            "(e.g. 127.0.0.1:11434 or http://gpu-box:11434)"
+        )
+    return url
+
+
+def _resolve(given: str) -> str:
+    raw = given.strip().rstrip("/")
     if "://" not in raw:
         raw = "http://" + raw
     scheme, rest = raw.split("://", 1)
@@ -134,6 +164,12 @@ class OllamaBackend(BackendBase):
             raise BackendHTTPError(f"Ollama at {self.host} failed{status}: {exc.error}") from None
         except (httpx.HTTPError, json.JSONDecodeError) as exc:
             raise BackendHTTPError(f"Ollama at {self.host}: {type(exc).__name__}: {exc}") from None
+        except (ValueError, TypeError, KeyError, AttributeError, RecursionError) as exc:
+            # a reply of the wrong shape (the client could not read it): this episode's error
+            problem = str(exc).strip().splitlines()[0][:120] if str(exc).strip() else ""
+            raise BackendHTTPError(
+                f"Ollama at {self.host} sent a malformed reply ({type(exc).__name__}: {problem})"
+            ) from None
 
     def _unreachable(self, exc: Exception) -> BackendUnavailable:
         return BackendUnavailable(

@@ -48,7 +48,9 @@ def test_the_delayed_relay_switches_on_the_error_read_delay_reflects_ago():
 
 @pytest.mark.parametrize("delay", [-1, 1.5, True])
 def test_a_delay_that_is_not_a_count_is_rejected(delay):
-    with pytest.raises(ValueError, match="delay must be a non-negative integer"):
+    with pytest.raises(
+        ValueError, match=r"delay must be a non-negative integer|delay: expected a number, got True"
+    ):
         controllers.make("bang_bang", delay=delay)
 
 

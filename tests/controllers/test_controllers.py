@@ -63,7 +63,7 @@ def test_registry_names_and_errors():
     assert {"pid", "threshold"} <= set(controllers.names())
     with pytest.raises(ValueError, match="unknown controller 'nope'"):
         controllers.make("nope")
-    with pytest.raises(ValueError, match="unexpected keyword argument 'kq'"):
+    with pytest.raises(ValueError, match="parameter kq: unknown key"):
         controllers.make("pid", kq=1.0)
     with pytest.raises(ValueError, match="kp must be >= 0"):
         controllers.make("pid", kp=-1.0)

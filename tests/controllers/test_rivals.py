@@ -147,7 +147,7 @@ def test_oracle_gives_up_on_an_infeasible_task_at_the_first_reflect():
         ("stall_counter", {"max_stalls": 0}, "max_stalls must be >= 1"),
         ("stall_counter", {"max_replans": -1}, "max_replans must be >= 0"),
         ("oracle", {"plan_quality": -0.1}, "plan_quality must be in"),
-        ("open_loop", {"interval": 3}, "unexpected keyword argument 'interval'"),
+        ("open_loop", {"interval": 3}, "parameter interval: unknown key"),
     ],
 )
 def test_bad_parameters_are_rejected_naming_them(name, params, message):

@@ -26,7 +26,9 @@ def test_apply_changes_validates_and_names_the_source():
     assert apply_changes(spec, {"controller.params.kp": 2.0}, "test").controller.params == {
         "kp": 2.0
     }
-    with pytest.raises(SpecError, match=r"^--flag: controller: controller 'pid': .*kpp"):
+    with pytest.raises(
+        SpecError, match=r"^--flag: controller.params.kpp: unknown key \(did you mean 'kp'\?\)$"
+    ):
         apply_changes(spec, {"controller.params.kpp": 2.0}, "--flag")
     with pytest.raises(SpecError, match=r"^--flag: .*'name' is not a table"):
         apply_changes(spec, {"name.inner": 1}, "--flag")

@@ -137,8 +137,8 @@ def test_a_run_killed_between_trials_resumes_to_the_same_bytes(trials_run: Path,
             {"trials": 2, "reflexion": {"attempts": 3}},
             "spec: trials > 1 and reflexion.attempts > 1 cannot be combined",
         ),
-        ({"trials": 0}, "spec: trials: Input should be greater than or equal to 1"),
-        ({"trials": 101}, "spec: trials: Input should be less than or equal to 100"),
+        ({"trials": 0}, "spec: trials: must be at least 1, got 0"),
+        ({"trials": 101}, "spec: trials: must be at most 100, got 101"),
     ],
 )
 def test_a_bad_trials_option_is_a_spec_error(changes: dict, message: str):

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 
 from controllers.registry import CONTROLLERS
 from opar_sim.analysis.ablation import (
@@ -99,7 +100,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
     write_json(out / "ablation.json", summary)
     console.print(ablation_table(scored, args.episodes, args.seed).to_rich())
     console.print(f"wall time: {elapsed:.0f} s")
-    console.print(f"ablation directory: [green]{out}[/]")
+    console.print(f"ablation directory: [green]{escape(str(out))}[/]")
     return 0
 
 

@@ -36,6 +36,7 @@ from opar_sim.cli.render import progress_bar
 from opar_sim.cli.tables import validation_table
 from opar_sim.experiment.build import load_spec
 from opar_sim.experiment.edit import apply_changes
+from opar_sim.experiment.rundir import write_bytes, write_json
 from opar_sim.experiment.spec import ExperimentSpec, SpecError
 
 NAME = "calibrate"
@@ -162,7 +163,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
     snippet = Calibration(agent_params, evidence).to_toml(str(path))
     if recorded is None:  # the task is the model's, not the record's: say which
         snippet += _task_toml(model)
-    (path / "calibrated.toml").write_text(snippet, encoding="utf-8")
+    write_bytes(path / "calibrated.toml", snippet.encode())
     report |= {
         "params": agent_params,
         "evidence": evidence,
@@ -170,7 +171,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
         "model_task": model.task.model_dump(),
         "validation": validation.to_dict(),
     }
-    (path / "calibration.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    write_json(path / "calibration.json", report)
     console.print(snippet, highlight=False, markup=False)
     console.print(validation_table(validation).to_rich())
     failed = validation.pooled.failures()

@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 
 from opar_sim.analysis.claims import (
     EPISODES,
@@ -111,5 +112,5 @@ def run(args: argparse.Namespace, console: Console) -> int:
     title = f"claims: spec seeds {', '.join(map(str, seeds))}, {episodes} episodes each, pooled"
     console.print(claims_table(results, title).to_rich())
     console.print(f"wall time: {elapsed:.0f} s")
-    console.print(f"claims: [green]{out / 'claims.json'}[/]")
+    console.print(f"claims: [green]{escape(str(out / 'claims.json'))}[/]")
     return 0

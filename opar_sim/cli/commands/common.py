@@ -5,12 +5,13 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from opar_sim.core.errors import InputError
 from opar_sim.experiment.executors import ExecutorConfig
 from opar_sim.experiment.rundir import default_run_dir
 from opar_sim.experiment.spec import ExperimentSpec
 
 
-class UsageError(Exception):
+class UsageError(InputError):
     """Bad input from the user: reported in one line, exit status 2."""
 
 

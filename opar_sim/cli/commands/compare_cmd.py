@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from rich.console import Console
+from rich.markup import escape
 
 from opar_sim.analysis.run import analyze, write_metrics
 from opar_sim.cli.commands.common import (
@@ -76,8 +77,8 @@ def run(args: argparse.Namespace, console: Console) -> int:
         console.print(response_table(analysis).to_rich())
         console.print(world_table(analysis).to_rich())
     metrics = write_metrics(analysis, result.out / "metrics.json")
-    console.print(f"metrics: [green]{metrics}[/]")
+    console.print(f"metrics: [green]{escape(str(metrics))}[/]")
     for figure in write_figures(analysis):
         if figure.endswith(".png"):
-            console.print(f"figure: [green]{figure}[/] (and .svg)")
+            console.print(f"figure: [green]{escape(str(figure))}[/] (and .svg)")
     return 0

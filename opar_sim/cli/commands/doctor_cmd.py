@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 
 from rich.console import Console
+from rich.markup import escape
 
 from opar_sim.experiment.build import load_spec
 from opar_sim.llm.config import BackendSpec
@@ -37,7 +38,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
     else:
         agent = load_spec(args.spec).agent
         if agent.kind != "llm" and agent.backend is None:
-            console.print(f"{args.spec}: simulated agent, no LLM backend to check")
+            console.print(f"{args.spec}: simulated agent, no LLM backend to check", markup=False)
             return 0
         specs = [agent.backend or BackendSpec()]
         if agent.evaluator is not None:
@@ -45,9 +46,9 @@ def run(args: argparse.Namespace, console: Console) -> int:
         checks = check_backends(specs, args.timeout)
     for c in checks:
         mark = "[green]ok[/]  " if c.ok else "[red]FAIL[/]"
-        console.print(f"{mark} {c.what}: {c.detail}", highlight=False)
+        console.print(f"{mark} {escape(c.what)}: {escape(c.detail)}", highlight=False)
         if c.fix:
-            console.print(f"      fix: {c.fix}", highlight=False)
+            console.print(f"      fix: {c.fix}", highlight=False, markup=False)
     bad = [c for c in checks if not c.ok]
     console.print("all good" if not bad else f"{len(bad)} problem(s)")
     return 1 if bad else 0

@@ -7,7 +7,7 @@ import argparse
 from rich.console import Console
 
 from opar_sim.cli.tables import TextTable
-from opar_sim.registry import KINDS, catalogue
+from opar_sim.registry import KINDS, catalogue, plugin_failures
 
 NAME = "list"
 HELP = "show the registered tasks, controllers, wrappers, agents, backends, guards and studies"
@@ -36,4 +36,10 @@ def run(args: argparse.Namespace, console: Console) -> int:
         rows = [[name, about] for name, about in parts[kind]]
         table = TextTable(kind, ["name", HEADINGS.get(kind, "what it is")], rows, [], left=2)
         console.print(table.to_rich())
+    for kind, name, why in plugin_failures():
+        console.print(
+            f"plugin {name!r} ({kind}) failed to load and is skipped: {why}",
+            markup=False,
+            highlight=False,
+        )
     return 0

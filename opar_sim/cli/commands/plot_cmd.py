@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 
 from opar_sim.analysis.run import RunAnalysis, analyze
 from opar_sim.cli.commands.common import UsageError, int_at_least
@@ -76,5 +77,5 @@ def run(args: argparse.Namespace, console: Console) -> int:
     check_episode_flags(analysis, args)
     paths = write_figures(analysis, args.out, controller=args.controller, episode=args.episode)
     for path in paths:
-        console.print(f"figure: [green]{path}[/]")
+        console.print(f"figure: [green]{escape(str(path))}[/]")
     return 0

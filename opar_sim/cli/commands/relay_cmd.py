@@ -8,6 +8,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 
 from opar_sim.analysis.classic import (
     Contender,
@@ -89,9 +90,9 @@ def run(args: argparse.Namespace, console: Console) -> int:
     figure = tuning.relay_figure(relay.outputs, relay.inputs, responses, spec.name)
     figures = save(figure, str(out / "relay"))
     console.print(contender_table(contenders, args.holdout).to_rich())
-    console.print(f"relay directory: [green]{out}[/]")
+    console.print(f"relay directory: [green]{escape(str(out))}[/]")
     for f in figures:
-        console.print(f"figure: [green]{f}[/]")
+        console.print(f"figure: [green]{escape(str(f))}[/]")
     return 0
 
 

@@ -61,7 +61,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
     """
     if args.laws is not None:
         return run_laws(args, console)
-    recorded = load_run(args.rundir)
+    recorded = load_run(args.rundir, need_steps=True)
     try:
         controllers.make(args.controller)
     except ValueError as exc:

@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 
 from opar_sim.cli.commands.plot_cmd import add_episode_flags, check_episode_flags, load_analysis
 from opar_sim.cli.report import write_report
@@ -31,5 +32,5 @@ def run(args: argparse.Namespace, console: Console) -> int:
     check_episode_flags(analysis, args)
     out = args.out or args.rundir / "report.html"
     write_report(analysis, out, controller=args.controller, episode=args.episode)
-    console.print(f"report: [green]{out}[/]")
+    console.print(f"report: [green]{escape(str(out))}[/]")
     return 0

@@ -6,6 +6,7 @@ import argparse
 from contextlib import nullcontext
 
 from rich.console import Console
+from rich.markup import escape
 
 from opar_sim.cli.commands.common import (
     add_confirm_flag,
@@ -92,14 +93,15 @@ def execute(
             parallelism=config.parallelism,
             resume=args.resume,
             on_progress=lambda n: bar.advance(job, n),
+            on_note=lambda note: console.print(f"resume: {note}", markup=False, highlight=False),
         )
     if tables:
         console.print(summary_table(result.summary, f"{spec.name}: means per episode").to_rich())
         outcomes = {name: s["outcomes"] for name, s in result.summary.items()}
         console.print(outcome_table(outcomes).to_rich())
-    console.print(f"run directory: [green]{result.out}[/]")
+    console.print(f"run directory: [green]{escape(str(result.out))}[/]")
     for figure in write_run_figures(spec, result.out):
-        console.print(f"figure: [green]{figure}[/]")
+        console.print(f"figure: [green]{escape(str(figure))}[/]")
     print_llm_costs(result.out, console)
     return result
 

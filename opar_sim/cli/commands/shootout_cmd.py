@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 
 from controllers.registry import CONTROLLERS
 from opar_sim.analysis.shootout import (
@@ -171,9 +172,9 @@ def run(args: argparse.Namespace, console: Console) -> int:
     console.print(ranking_table(ranked, budget).to_rich())
     console.print(params_table(ranked).to_rich())
     console.print(f"wall time: {elapsed:.0f} s")
-    console.print(f"shoot-out directory: [green]{out}[/]")
+    console.print(f"shoot-out directory: [green]{escape(str(out))}[/]")
     for figure in figures:
-        console.print(f"figure: [green]{figure}[/]")
+        console.print(f"figure: [green]{escape(str(figure))}[/]")
     return 0
 
 

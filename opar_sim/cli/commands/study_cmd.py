@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 
 from opar_sim.analysis.studies import STUDIES, StudyResult
 from opar_sim.cli.commands.common import int_at_least
@@ -53,7 +54,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
         console.print(study_table(args.study, result).to_rich())
     console.print(f"numbers: [green]{result.out / f'{args.study}.json'}[/]")
     for figure in _figure(args.study, result, spec.name, spec.episodes):
-        console.print(f"figure: [green]{figure}[/]")
+        console.print(f"figure: [green]{escape(str(figure))}[/]")
     return 0
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from rich.console import Console
+from rich.markup import escape
 
 from opar_sim.cli.commands.common import add_run_flags, executor_config, out_dir, require_backends
 from opar_sim.cli.render import progress_bar
@@ -62,13 +63,14 @@ def run(args: argparse.Namespace, console: Console) -> int:
             on_point=next_point,
             on_progress=lambda n: bar.advance(episode_job, n),
             points=points,
+            on_note=lambda note: console.print(f"resume: {note}", markup=False, highlight=False),
         )
         bar.update(point_job, completed=len(points))
     console.print(sweep_table(result).to_rich())
-    console.print(f"sweep directory: [green]{result.out}[/]")
+    console.print(f"sweep directory: [green]{escape(str(result.out))}[/]")
     title = f"{spec.name}: sweep over {', '.join(spec.sweep)}"
     for figure in save(sweep_figure(result.rows, title), str(result.out / "sweep")):
-        console.print(f"figure: [green]{figure}[/]")
+        console.print(f"figure: [green]{escape(str(figure))}[/]")
     return 0
 
 

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import json
+import math
 from collections.abc import Mapping
 from dataclasses import asdict
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 
 from opar_sim.cli.commands.common import (
     UsageError,
@@ -23,8 +26,23 @@ from opar_sim.core.extras import install_hint
 from opar_sim.experiment.build import load_spec, parse_spec
 from opar_sim.experiment.edit import with_overrides
 from opar_sim.experiment.executors import open_executor
-from opar_sim.experiment.rundir import prepare_out_dir, write_json, write_jsonl
-from opar_sim.experiment.tune import TuneResult, apply_params, executor_evaluate, toml_snippet, tune
+from opar_sim.experiment.rundir import (
+    prepare_out_dir,
+    read_json,
+    write_bytes,
+    write_json,
+    write_jsonl,
+)
+from opar_sim.experiment.spec import SpecError
+from opar_sim.experiment.tune import (
+    JOURNAL_FILE,
+    TuneResult,
+    apply_params,
+    executor_evaluate,
+    journal_storage,
+    toml_snippet,
+    tune,
+)
 from opar_sim.figures import tuning
 from opar_sim.figures.style import save
 
@@ -42,6 +60,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--sampler", choices=("tpe", "cmaes"), help="override [tune] sampler")
     parser.add_argument("--seed", type=int_at_least(0), help="training seed (default: the spec's)")
     parser.add_argument("--out", type=Path, help="output directory (default: runs/NAME/TIMESTAMP)")
+    parser.add_argument(
+        "--resume",
+        action="store_true",
+        help="finish an interrupted tuning in --out (its Optuna journal, optuna.journal)",
+    )
     add_executor_flags(parser)
 
 
@@ -66,14 +89,17 @@ def run(args: argparse.Namespace, console: Console) -> int:
         update={k: v for k, v in (("trials", args.trials), ("sampler", args.sampler)) if v}
     )
     data = spec.model_dump(exclude={"tune", "sweep"})
+    if args.resume and args.out is None:
+        raise UsageError("--resume needs --out DIR: the tuning directory to finish")
     out: Path = args.out or default_out(f"{spec.name}-tune")
-    prepare_out_dir(out)
     config = executor_config(args)
     require_backends(spec)
     # every trial must be a valid spec: check the corners of the space first
     for corner in ("low", "high"):
         params = {
-            p: int(getattr(r, corner)) if r.integer else getattr(r, corner)
+            p: (math.ceil(r.low) if corner == "low" else math.floor(r.high))
+            if r.integer
+            else getattr(r, corner)
             for p, r in settings.space.items()
         }
         parse_spec(apply_params(data, params), f"{args.spec} [tune.space] at {corner}")
@@ -81,6 +107,8 @@ def run(args: argparse.Namespace, console: Console) -> int:
         f"[bold]{spec.name}[/]: {settings.trials} trials ({settings.sampler}) × "
         f"{settings.train_episodes} training episodes, held out: {settings.holdout_episodes}"
     )
+    resume = _start(out, {"spec": data, "tune": settings.model_dump(mode="json")}, args.resume)
+    storage = journal_storage(out / JOURNAL_FILE, resume=resume)
     with open_executor(config) as executor, progress_bar(console, unit="") as bar:
         job = bar.add_task("trials", total=settings.trials)
         # after the trials: the defaults and the best gains on the held-out seeds
@@ -92,21 +120,55 @@ def run(args: argparse.Namespace, console: Console) -> int:
                 bar.update(scoring, advance=episodes, visible=True)
 
         evaluate = executor_evaluate(data, executor, config.parallelism, parse_spec, on_chunk)
-        result = tune(settings, evaluate, spec.seed, on_trial=lambda _t: bar.advance(job))
+        result = tune(
+            settings,
+            evaluate,
+            spec.seed,
+            on_trial=lambda _t: bar.advance(job),
+            storage=storage,
+            resume=resume,
+        )
     out.mkdir(parents=True, exist_ok=True)
     figures = _write(out, spec.name, settings.space, result)
     console.print(result_table(result).to_rich())
     console.print(holdout_verdict(result), highlight=False)
     console.print(toml_snippet(result.best_params), markup=False)
-    console.print(f"tune directory: [green]{out}[/]")
+    console.print(f"tune directory: [green]{escape(str(out))}[/]")
     for figure in figures:
-        console.print(f"figure: [green]{figure}[/]")
+        console.print(f"figure: [green]{escape(str(figure))}[/]")
     return 0
+
+
+def _start(out: Path, setup: dict[str, object], resume: bool) -> bool:
+    """Make the tuning directory; True when there is a tuning in it to resume.
+
+    ``tune_setup.json`` keeps what the tuning was started with; resuming
+    checks it, so a changed spec or ``--trials`` is refused instead of mixed in.
+    """
+    setup_file = out / "tune_setup.json"
+    wanted = json.loads(json.dumps(setup))
+    if resume and setup_file.is_file():
+        if read_json(setup_file) != wanted:
+            raise SpecError(f"--resume: the spec differs from the one that started {out}")
+        return (out / JOURNAL_FILE).is_file()
+    if out.exists() and not out.is_dir():
+        raise SpecError(f"--out {out} exists and is not a directory")
+    if not resume and (setup_file.exists() or (out / JOURNAL_FILE).exists()):
+        raise SpecError(
+            f"--out {out} already holds a tuning; use --resume to finish it, or another directory"
+        )
+    if not resume:
+        prepare_out_dir(out)
+    out.mkdir(parents=True, exist_ok=True)
+    if (out / JOURNAL_FILE).exists():  # a journal without its setup: not ours to continue
+        raise SpecError(f"--resume: {out / JOURNAL_FILE} has no tune_setup.json beside it")
+    write_json(setup_file, wanted)
+    return False
 
 
 def _write(out: Path, name: str, space: Mapping[str, object], result: TuneResult) -> list[str]:
     write_jsonl(out / "trials.jsonl", (asdict(t) for t in result.trials))
-    (out / "best.toml").write_text(toml_snippet(result.best_params), encoding="utf-8")
+    write_bytes(out / "best.toml", toml_snippet(result.best_params).encode())
     summary = {
         "best_params": result.best_params,
         "best_train_score": result.best_train_score,
