@@ -196,8 +196,8 @@ def model_info(spec: ExperimentSpec) -> ModelInfo:
     t = spec.task
     task = environments.make(t.name, **t.params)
     agent = _agent_factory(spec.agent, "spec")()
-    agent_params = getattr(agent, "params", None)
-    task_params = getattr(task, "params", None)
+    agent_params: Any = getattr(agent, "params", None)
+    task_params: Any = getattr(task, "params", None)
     objective = spec.tune.objective if spec.tune is not None else Objective()
     return ModelInfo(
         task=t.name,

@@ -92,8 +92,9 @@ def _exhaustive(model: BayesModel) -> float:
         done = sum(w for (_, z), w in weights.items() if z == 1) if m == k else 0.0
         return -model.w_failure * (total - done)
 
-    def step(t: int, r: int, m: int, weights: dict[tuple[float, int], float], fresh: bool,
-             first: bool) -> float:
+    def step(
+        t: int, r: int, m: int, weights: dict[tuple[float, int], float], fresh: bool, first: bool
+    ) -> float:
         j = t + 1
         total = sum(weights.values())
         if not model.can_start(j, r, fresh):
@@ -218,16 +219,19 @@ def _model_episode(law: BayesReflector, model: BayesModel, rng: np.random.Genera
             act = 0.6
             if rng.random() < model.undo:
                 z = 0
-        mu, sd = (1.0 + model.bias, model.noise) if z else (
-            model.incomplete_level + model.bias, sigma0)
+        mu, sd = (
+            (1.0 + model.bias, model.noise) if z else (model.incomplete_level + model.bias, sigma0)
+        )
         reading = min(1.0, max(0.0, mu + sd * rng.standard_normal()))
         ev = Evaluation(reading, act, 0.0, reading, "", ())
         ctx = ReflectContext(t, float(t), 1.0, age, False, replans)
         decision = law.decide(ev, ctx)
         if decision.signal is ControlSignal.TERMINATE:
             success = m >= model.stages and z == 1
-            return model.w_failure * (not success) + model.w_tokens * tokens + (
-                model.w_replan * replans / t
+            return (
+                model.w_failure * (not success)
+                + model.w_tokens * tokens
+                + (model.w_replan * replans / t)
             )
         fresh = decision.signal is ControlSignal.REPLAN
         if fresh:
@@ -277,9 +281,11 @@ def test_the_build_binds_the_specs_model() -> None:
     spec = load_spec("experiments/flight_booking.toml")
     spec = apply_changes(
         spec,
-        {"controller": {"name": "bayes", "params": {}}, "agent": {"kind": "simulated",
-                                                                  "params": {"bias": 0.15}},
-         "limits": {"max_steps": 9}},
+        {
+            "controller": {"name": "bayes", "params": {}},
+            "agent": {"kind": "simulated", "params": {"bias": 0.15}},
+            "limits": {"max_steps": 9},
+        },
         "test",
     )
     law = build(spec).controllers[0][1]()
