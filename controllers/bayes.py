@@ -641,7 +641,16 @@ def model_from(info: ModelInfo | None, overrides: Mapping[str, Any]) -> BayesMod
 
 
 class BayesReflector:
-    """Bayes-optimal on the model: the decision of highest expected objective given the belief."""
+    """Bayes-optimal on the model: the decision of highest expected objective given the belief.
+
+    Its parameters are the model's task structure and discretisation (the rest
+    comes from the spec): ``stages``, ``productive_base``, ``productive_gain``,
+    ``rho``, ``done_progress``, ``undo``, ``incomplete_level``,
+    ``incomplete_spread``, ``reading_bins``, ``quality_points``, the context
+    model's ``goal_tokens``, ``observation_tokens`` and ``result_tokens``, the
+    reserve ``token_margin``, and ``productive_act``, the δ_act at or above
+    which a step counts as productive.
+    """
 
     name = "bayes"
 
