@@ -6,6 +6,7 @@ controller follows the ``Controller`` protocol: ``reset()`` and
 """
 
 from controllers.bang_bang import BangBang
+from controllers.bayes import BayesReflector
 from controllers.checker import ControllerCheckError, check_controller
 from controllers.confidence import ConfidenceReflector
 from controllers.discrete_pid import DiscretePID
@@ -26,9 +27,11 @@ register("fixed_interval", FixedInterval)
 register("stall_counter", StallCounter)
 register("oracle", Oracle)
 register("bang_bang", BangBang)
+register("bayes", BayesReflector)
 
 __all__ = [
     "BangBang",
+    "BayesReflector",
     "CognitivePID",
     "ConfidenceReflector",
     "Controller",

@@ -228,14 +228,25 @@ def replay(run: RecordedRun, make_controller: Any) -> list[ReplayedEpisode]:
         run: The recorded run, with its steps.
         make_controller: Called once per episode for a fresh controller.
 
+    A controller that plans with the spec's model (``ModelReader``) is handed the
+    recorded spec's model, as the build hands it to the live run.
+
     Returns:
         One verdict per recorded episode, in the order of episodes.jsonl.
     """
+    from opar_sim.core.controller import ModelReader
+    from opar_sim.experiment.build import model_info
+
     grouped = run.episode_steps()
+    model = None
     out = []
     for episode in run.episodes:
         rows = grouped.get(episode_key(episode), [])
-        out.append(replay_episode(rows, episode, make_controller()))
+        controller = make_controller()
+        if isinstance(controller, ModelReader) and run.spec is not None:
+            model = model if model is not None else model_info(run.spec)
+            controller.bind_model(model)
+        out.append(replay_episode(rows, episode, controller))
     return out
 
 

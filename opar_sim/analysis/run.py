@@ -47,6 +47,7 @@ from opar_sim.experiment.rundir import (
 from opar_sim.experiment.spec import ExperimentSpec
 
 ORACLE = "oracle"
+BAYES = "bayes"  # the Bayes-optimal law: the ceiling of laws that read only the observations
 PASS_K = (1, 2, 4, 8)
 DAMPING_TOLERANCE = 0.02  # the settling band: smaller excursions are noise
 
@@ -290,11 +291,52 @@ class RunAnalysis:
     episodes: list[EpisodeMetrics]
     traces: dict[str, list[EpisodeTrace]] = field(default_factory=dict)
     thrash_k: int = 2
+    # controller -> (episode, trial, attempt) -> 1.0 if the episode succeeded
+    successes: dict[str, dict[tuple[int, int, int], float]] = field(default_factory=dict)
 
     @property
     def has_oracle(self) -> bool:
         """Whether the run includes the oracle controller (so regret can be measured)."""
         return ORACLE in self.controllers
+
+    @property
+    def has_bayes(self) -> bool:
+        """Whether the run includes the Bayes-optimal law (regret against the ceiling)."""
+        return BAYES in self.controllers
+
+    def regret_to(self, reference: str, seed: int = 1) -> dict[str, Estimate]:
+        """Every other controller's regret against ``reference``, paired per episode.
+
+        The reference's success minus the controller's, with a bootstrap interval
+        drawn from a generator of its own (the metrics' intervals are unchanged).
+
+        Args:
+            reference: The controller measured against (``bayes``, ``oracle``).
+            seed: The seed of the bootstrap resamples.
+
+        Returns:
+            Controller -> the paired difference; empty without the reference.
+        """
+        ref = self.successes.get(reference)
+        if ref is None:
+            return {}
+        rng = np.random.default_rng(seed)
+        return {
+            name: paired_difference(ref, mine, rng)
+            for name, mine in self.successes.items()
+            if name != reference
+        }
+
+    def value_of_information(self, seed: int = 1) -> Estimate | None:
+        """The oracle's success minus bayes's, paired per episode (None without both).
+
+        Every controller's regret against the oracle minus its regret against
+        bayes is this same number: what reading the hidden state is worth.
+        """
+        if not (self.has_oracle and self.has_bayes):
+            return None
+        rng = np.random.default_rng(seed)
+        return paired_difference(self.successes[ORACLE], self.successes[BAYES], rng)
 
     def to_frame(self) -> Any:
         """One row per controller (needs pandas)."""
@@ -348,7 +390,11 @@ def analyze(path: Path, *, thrash_k: int = 2, keep: int = 300, seed: int = 0) ->
         for name, eps in by_controller.items()
     }
     episodes = [e for eps in by_controller.values() for e in eps]
-    return RunAnalysis(path, spec, controllers, episodes, traces, thrash_k)
+    keyed = {
+        name: {e.key: float(ok) for e, ok in zip(eps, success[name], strict=True)}
+        for name, eps in by_controller.items()
+    }
+    return RunAnalysis(path, spec, controllers, episodes, traces, thrash_k, keyed)
 
 
 _KEEP_FIELDS = (

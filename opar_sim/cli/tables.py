@@ -20,6 +20,7 @@ from rich.text import Text
 
 from opar_sim.analysis.heterogeneity import Validation
 from opar_sim.analysis.run import RunAnalysis
+from opar_sim.analysis.stats import Estimate
 
 
 @dataclass(frozen=True)
@@ -93,6 +94,12 @@ def comparison_table(analysis: RunAnalysis) -> TextTable:
     ]
     if analysis.has_oracle:
         columns.append("regret (pp)")
+    against_bayes = analysis.regret_to("bayes") if analysis.has_bayes else {}
+    voi = analysis.value_of_information()
+    if analysis.has_bayes:
+        columns.append("regret vs bayes (pp)")
+    if voi is not None:
+        columns.append("VoI (pp)")
     rows = []
     for name, m in analysis.controllers.items():
         s = m.success
@@ -110,9 +117,11 @@ def comparison_table(analysis: RunAnalysis) -> TextTable:
         ]
         if analysis.has_oracle:
             r = m.regret
-            row.append(
-                "–" if r is None else f"{100 * r.mean:+.1f} ({100 * r.low:.1f}-{100 * r.high:.1f})"
-            )
+            row.append(_pp(r))
+        if analysis.has_bayes:
+            row.append(_pp(against_bayes.get(name)))
+        if voi is not None:
+            row.append(_pp(voi) if name not in ("bayes", "oracle") else "–")
         rows.append(row)
     trials = _trials(analysis)
     if trials > 1:
@@ -135,7 +144,24 @@ def comparison_table(analysis: RunAnalysis) -> TextTable:
             "regret: oracle's success minus this controller's, percentage points, paired on "
             "the same seeds, bootstrap 95% interval"
         )
+    if analysis.has_bayes:
+        notes.append(
+            "regret vs bayes: the Bayes-optimal law's success minus this controller's (what a "
+            "better law reading only the observations could still win, on bayes's model)"
+        )
+    if voi is not None:
+        notes.append(
+            "VoI: regret vs oracle minus regret vs bayes = oracle's success minus bayes's, the "
+            "same for every controller: what reading the hidden state is worth"
+        )
     return TextTable(_title(analysis, "controllers compared"), columns, rows, notes)
+
+
+def _pp(r: Estimate | None) -> str:
+    """A paired success difference in percentage points with its interval, or '–'."""
+    if r is None:
+        return "–"
+    return f"{100 * r.mean:+.1f} ({100 * r.low:.1f}-{100 * r.high:.1f})"
 
 
 def pass_columns(analysis: RunAnalysis) -> list[int]:

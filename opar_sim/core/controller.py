@@ -4,14 +4,17 @@ A controller reads the agent's evaluation and what the loop tells it
 (``ReflectContext``: simulated time, plan age, replans) and emits a
 ``Decision``.  The hidden ground truth is not in the context: a law that is
 declared to need it (the oracle) implements ``TruthReader`` and is handed a
-``TruthProbe`` by the loop.
+``TruthProbe`` by the loop.  A law that plans with the experiment's own
+generative model (the Bayes-optimal law) implements ``ModelReader`` and is
+handed the ``ModelInfo`` of its spec when it is built: the parameters of the
+model, never the hidden state of an episode.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
 
 from opar_sim.core.types import Decision, Evaluation
 
@@ -80,4 +83,41 @@ class TruthReader(Protocol):
 
     def bind_truth(self, probe: TruthProbe) -> None:
         """Receive the probe of the episode about to run."""
+        ...
+
+
+@dataclass(slots=True, frozen=True)
+class ModelInfo:
+    """What an experiment knows of its own generative model, for a law that plans with it.
+
+    Every field is a parameter of the spec (with the component's defaults filled
+    in), the same for every episode: nothing of an episode's hidden state.
+
+    Attributes:
+        task: The task's registered name.
+        agent_kind: The agent's registered kind (``"simulated"``).
+        max_steps: The step limit.
+        token_budget: The token limit.
+        time_budget: The simulated-time limit, seconds.
+        agent: Every parameter of the agent (defaults included).
+        task_params: Every parameter of the task (defaults included; nested tables as mappings).
+        objective: The tuner's objective weights (``failure``, ``tokens``, ``replan_rate``).
+    """
+
+    task: str
+    agent_kind: str
+    max_steps: int
+    token_budget: int
+    time_budget: float
+    agent: Mapping[str, Any] = field(default_factory=dict)
+    task_params: Mapping[str, Any] = field(default_factory=dict)
+    objective: Mapping[str, float] = field(default_factory=dict)
+
+
+@runtime_checkable
+class ModelReader(Protocol):
+    """A law that plans with the experiment's generative model (handed it once, when built)."""
+
+    def bind_model(self, model: ModelInfo) -> None:
+        """Receive the model parameters of the spec the law runs in."""
         ...

@@ -23,7 +23,7 @@ import environments
 from opar_sim.agents.orchestrator import bind_sub_agents
 from opar_sim.agents.registry import AGENTS
 from opar_sim.core.agent import Agent
-from opar_sim.core.controller import Controller
+from opar_sim.core.controller import Controller, ModelInfo, ModelReader
 from opar_sim.core.guardrail import Guardrail
 from opar_sim.core.limits import Limits
 from opar_sim.core.registry import ParameterError
@@ -34,6 +34,7 @@ from opar_sim.experiment.spec import (
     AgentSpec,
     ControllerSpec,
     ExperimentSpec,
+    Objective,
     SpecError,
     validate_spec,
 )
@@ -147,6 +148,7 @@ def _build(spec: ExperimentSpec, source: str) -> Components:
     except ValueError as exc:
         raise SpecError(f"{source}: task: {exc}") from None
     make_agent = _agent_factory(a, source)
+    model = _LazyModel(spec)
     made: list[tuple[str, Callable[[], Controller]]] = []
     for i, c in enumerate(spec.controller_list()):
         if is_file_ref(c.name):  # a user's law from a file: loaded and registered here
@@ -165,7 +167,7 @@ def _build(spec: ExperimentSpec, source: str) -> Components:
             raise SpecError(f"{source}: controller: {exc}") from None
         if any(name == c.name for name, _ in made):
             raise SpecError(f"{source}: compare: controller {c.name!r} listed twice")
-        made.append((c.name, _controller_factory(c)))
+        made.append((c.name, _controller_factory(c, model)))
     limits = Limits(**spec.limits.model_dump())
     g = spec.guardrail
     return Components(
@@ -204,5 +206,52 @@ def _refuse_nan(spec: ExperimentSpec, source: str) -> None:
     walk(spec.model_dump(include={"task", "agent", "controller", "compare"}), "")
 
 
-def _controller_factory(c: ControllerSpec) -> Callable[[], Controller]:
-    return lambda: controllers.make(c.name, **c.params)
+class _LazyModel:
+    """The spec's ``ModelInfo``, made on first use (only a ``ModelReader`` needs it)."""
+
+    def __init__(self, spec: ExperimentSpec) -> None:
+        self.spec = spec
+        self._info: ModelInfo | None = None
+
+    def __call__(self) -> ModelInfo:
+        if self._info is None:
+            self._info = model_info(self.spec)
+        return self._info
+
+
+def _controller_factory(c: ControllerSpec, model: _LazyModel) -> Callable[[], Controller]:
+    def make() -> Controller:
+        made = controllers.make(c.name, **c.params)
+        if isinstance(made, ModelReader):  # a law that plans with the spec's generative model
+            made.bind_model(model())
+        return made
+
+    return make
+
+
+def model_info(spec: ExperimentSpec) -> ModelInfo:
+    """The spec's generative model as a ``ModelInfo``: parameters only, defaults filled in.
+
+    Args:
+        spec: A validated spec whose components build.
+
+    Returns:
+        The limits, the agent's and task's full parameters and the tuner's objective
+        (the ``[tune.objective]`` weights, or failure alone without a ``[tune]`` table).
+    """
+    t = spec.task
+    task = environments.make(t.name, **t.params)
+    agent = _agent_factory(spec.agent, "spec")()
+    agent_params: Any = getattr(agent, "params", None)
+    task_params: Any = getattr(task, "params", None)
+    objective = spec.tune.objective if spec.tune is not None else Objective()
+    return ModelInfo(
+        task=t.name,
+        agent_kind=spec.agent.kind,
+        max_steps=spec.limits.max_steps,
+        token_budget=spec.limits.token_budget,
+        time_budget=spec.limits.time_budget,
+        agent=agent_params.model_dump() if hasattr(agent_params, "model_dump") else {},
+        task_params=task_params.model_dump() if hasattr(task_params, "model_dump") else {},
+        objective=objective.model_dump(),
+    )

@@ -44,7 +44,7 @@ from tests.conftest import EXPERIMENTS
 
 EPISODES = 40
 SEED = 7
-TERMINATED = ("success", "premature", "gave_up", "abandoned")
+TERMINATED = ("success", "premature", "gave_up", "abandoned")  # outcomes of a TERMINATE
 
 
 # the shipped flight booking; and a harsher one: 30 % of the worlds have no valid flight
