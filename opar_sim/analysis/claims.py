@@ -408,10 +408,11 @@ def claims() -> list[Claim]:
             outcome_difference("bias0.2", "bias0.05", "premature"),
         ),
         Claim(
-            "overconfident_pid_beats_threshold_confirm2",
-            "With the over-confident agent the PID beats thresholds with confirm = 2.",
+            "overconfident_threshold_confirm2_beats_pid",
+            "With the over-confident agent, thresholds with confirm = 2 beat the PID "
+            "(at the fitted defaults).",
             {"pid": cmp["pid"], "threshold+confirm2": cmp_thr2},
-            difference("pid", "threshold+confirm2"),
+            difference("threshold+confirm2", "pid"),
         ),
         Claim(
             "overconfident_pid_beats_threshold",
@@ -542,11 +543,11 @@ def claims() -> list[Claim]:
             learning_difference("memory", "retries", 5),
         ),
         Claim(
-            "faults_cost_success",
-            "Delay, latency and disturbance wrappers cost research_qa success.",
+            "faults_do_not_cost_success",
+            "At the fitted defaults (fitted on the faulted variant) research_qa succeeds more "
+            "often with its delay, latency and disturbance wrappers than without them.",
             {"faults": Arm(rqa), "plain": Arm(rqa, {"task.wrappers": []})},
             difference("faults", "plain"),
-            direction=-1,
         ),
         Claim(
             "guardrail_success",

@@ -100,6 +100,7 @@ def with_overrides(
     controller: str | None = None,
     agent: str | None = None,
     confirm: int | None = None,
+    trials: int | None = None,
 ) -> ExperimentSpec:
     """Apply command-line overrides; a new controller or agent kind keeps no old parameters.
 
@@ -112,6 +113,7 @@ def with_overrides(
         agent: An agent kind (``simulated`` or ``llm``).
         confirm: The shared stop confirmation ``guards.confirm`` (k consecutive
             completion claims), if given.
+        trials: Runs of every episode's world (``trials``, for pass^k), if given.
 
     Returns:
         The changed spec, validated and built; ``spec`` itself when nothing changes.
@@ -128,6 +130,8 @@ def with_overrides(
         changes |= {"controller": {"name": controller, "params": {}}, "compare": []}
     if confirm is not None and confirm != spec.guards.confirm:
         changes["guards.confirm"] = confirm
+    if trials is not None and trials != spec.trials:
+        changes["trials"] = trials
     if not changes:
         return spec
     return apply_changes(spec, changes, "command line")

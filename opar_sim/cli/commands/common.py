@@ -43,13 +43,20 @@ def add_run_flags(parser: argparse.ArgumentParser) -> None:
 
 
 def add_confirm_flag(parser: argparse.ArgumentParser) -> None:
-    """``--confirm K``: the shared stop confirmation (``[guards] confirm``) for every controller."""
+    """``--confirm K`` (the shared stop confirmation) and ``--trials N`` (repeated worlds)."""
     parser.add_argument(
         "--confirm",
         type=int_at_least(1),
         metavar="K",
         help="TERMINATE only on K consecutive completion claims, for every controller "
         "(sets [guards] confirm; a give-up is not delayed)",
+    )
+    parser.add_argument(
+        "--trials",
+        type=int_at_least(1),
+        metavar="N",
+        help="run every episode's world N times (agent and tools drawn afresh per trial; "
+        "sets the spec's trials, for pass^k)",
     )
 
 

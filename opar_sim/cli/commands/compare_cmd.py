@@ -66,7 +66,11 @@ def run(args: argparse.Namespace, console: Console) -> int:
         0.
     """
     spec = with_overrides(
-        load_spec(args.spec), episodes=args.episodes, seed=args.seed, confirm=args.confirm
+        load_spec(args.spec),
+        episodes=args.episodes,
+        seed=args.seed,
+        confirm=args.confirm,
+        trials=args.trials,
     )
     if args.controllers is not None:
         spec = with_controllers(spec, parse_names(args.controllers))

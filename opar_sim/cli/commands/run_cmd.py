@@ -119,6 +119,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
         controller=args.controller,
         agent=getattr(args, "agent", None),
         confirm=args.confirm,
+        trials=args.trials,
     )
     execute(spec, args, console)
     return 0
