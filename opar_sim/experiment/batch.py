@@ -553,7 +553,6 @@ def episode_text(spec: ExperimentSpec, controller: int, start: int, result: Batc
                     "replans": replans,
                     "sub_tokens": 0,
                     "attempt": 1,
-                    "engine": "batch",
                 }
             )
         )

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from opar_sim.analysis.stats import Summary
+from opar_sim.experiment.batch import check_batch, episode_text, run_batch
 from opar_sim.experiment.build import build
 from opar_sim.experiment.chunks import Chunk, ChunkResult, plan_chunks, run_chunk
 from opar_sim.experiment.executors import SerialExecutor
@@ -53,6 +54,7 @@ def run_experiment(
     parallelism: int = 1,
     resume: bool = False,
     on_progress: Callable[[int], None] | None = None,
+    engine: str = "simpy",
 ) -> RunResult:
     """Run every episode of ``spec`` (every controller, same seeds) into ``out``.
 
@@ -64,6 +66,7 @@ def run_experiment(
         parallelism: The executor's workers; sizes the chunks and bounds those in flight.
         resume: Continue the run already in ``out`` instead of starting afresh.
         on_progress: Called with the number of episodes each finished chunk adds.
+        engine: ``"simpy"`` (the reference) or ``"batch"`` (``opar_sim.experiment.batch``).
 
     Returns:
         The run directory and its per-controller summary.
@@ -76,6 +79,7 @@ def run_experiment(
         parallelism=parallelism,
         resume=resume,
         on_progress=on_progress,
+        engine=engine,
     )[0]
 
 
@@ -87,6 +91,7 @@ def run_many(
     resume: bool = False,
     on_progress: Callable[[int], None] | None = None,
     on_run: Callable[[int], None] | None = None,
+    engine: str = "simpy",
 ) -> list[RunResult]:
     """Run several experiments as one stream of chunks, each into its own directory.
 
@@ -100,12 +105,18 @@ def run_many(
         resume: Continue runs already on disk; a run not started yet starts.
         on_progress: Called with the number of episodes each finished chunk adds.
         on_run: Called with a run's index when that run starts writing.
+        engine: ``"simpy"`` (the reference, on ``executor``) or ``"batch"`` (the
+            lockstep engine, in this process; no ``resume``).
 
     Returns:
         One result per run, in the order of ``runs``.
     """
     for spec, _ in runs:
         build(spec)  # every error surfaces before anything is written
+        if engine == "batch":
+            check_batch(spec)
+    if engine == "batch" and resume:
+        raise SpecError("--engine batch: --resume is not supported (a batch run is rerun whole)")
     # resuming, a run not started yet simply starts (a sweep point the kill never reached)
     done: list[int] = [
         resume_point(spec, out) if resume and (out / SPEC_FILE).is_file() else 0
@@ -126,6 +137,17 @@ def run_many(
         chunks += planned
         owner += [index] * len(planned)
     writer = RunWriter(runs, on_run)
+    if engine == "batch":
+        try:
+            for index, (spec, _) in enumerate(runs):
+                for c in range(len(spec.controller_list())):
+                    result = run_batch(spec, c, 0, spec.episodes)
+                    writer.write(index, episode_text(spec, c, 0, result), "")
+                    if on_progress is not None:
+                        on_progress(spec.episodes)
+        finally:
+            writer.close()
+        return [finish_run(spec, out) for spec, out in runs]
     try:
         stream = run_in_order(executor or SerialExecutor(), chunks, 2 * parallelism + 1)
         for index, result in zip(owner, stream, strict=True):

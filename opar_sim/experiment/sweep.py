@@ -41,6 +41,7 @@ def run_sweep(
     on_point: Callable[[SweepPoint], None] | None = None,
     on_progress: Callable[[int], None] | None = None,
     points: list[tuple[SweepPoint, ExperimentSpec]] | None = None,
+    engine: str = "simpy",
 ) -> SweepResult:
     """Run every point of ``spec``'s sweep into ``out``.
 
@@ -53,6 +54,7 @@ def run_sweep(
         on_point: Called when a point starts writing.
         on_progress: Called with the number of episodes each finished chunk adds.
         points: The grid, when the caller already made it (``sweep_points``).
+        engine: ``"simpy"`` or ``"batch"`` (see ``runner.run_many``).
 
     Returns:
         Each point's assignment and per-controller summary.
@@ -83,6 +85,7 @@ def run_sweep(
         resume=resume,
         on_progress=on_progress,
         on_run=(lambda i: on_point(points[i][0])) if on_point is not None else None,
+        engine=engine,
     )
     rows = [
         {"point": point.name, "assignment": point.assignment, "summary": result.summary}

@@ -78,6 +78,7 @@ def execute(
             parallelism=config.parallelism,
             resume=args.resume,
             on_progress=lambda n: bar.advance(job, n),
+            engine=getattr(args, "engine", "simpy"),
         )
     if tables:
         console.print(summary_table(result.summary, f"{spec.name}: means per episode").to_rich())

@@ -61,6 +61,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
             on_point=next_point,
             on_progress=lambda n: bar.advance(episode_job, n),
             points=points,
+            engine=args.engine,
         )
         bar.update(point_job, completed=len(points))
     console.print(sweep_table(result).to_rich())
