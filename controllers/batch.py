@@ -94,7 +94,9 @@ class BatchPID:
         self.baseline = np.zeros(n)
         self.last = np.zeros(n)
 
-    def _update(self, m: np.ndarray, error: np.ndarray, dt: np.ndarray, sample: np.ndarray) -> np.ndarray:
+    def _update(
+        self, m: np.ndarray, error: np.ndarray, dt: np.ndarray, sample: np.ndarray
+    ) -> np.ndarray:
         """``DiscretePID.update`` per row (rows outside ``m`` keep their state)."""
         law = self.law
         p = law.kp * error
@@ -145,7 +147,9 @@ class BatchPID:
         low = error < self.best_error - law.give_up_margin
         self.best_error = np.where(m & low, error, self.best_error)
         self.since_best = np.where(m, np.where(low, 0, self.since_best + 1), self.since_best)
-        self.settled = np.where(m, np.where(error <= law.settle_band, self.settled + 1, 0), self.settled)
+        self.settled = np.where(
+            m, np.where(error <= law.settle_band, self.settled + 1, 0), self.settled
+        )
         settle = (self.settled >= law.settle_count) & (r.confidence >= law.confidence_floor)
         give = ~settle & (self.accumulated >= law.give_up_after)
         give &= self.since_best >= law.give_up_window
@@ -298,7 +302,7 @@ def from_scalar(law: object) -> BatchLaw:
     """
     twin = TWINS.get(type(law))
     if twin is None:
-        names = ", ".join(sorted(str(c.name) for c in TWINS))
+        names = ", ".join(sorted(str(getattr(c, "name", c.__name__)) for c in TWINS))
         raise Unsupported(
             f"controller {getattr(law, 'name', type(law).__name__)!r} has no batch twin "
             f"(the batch engine runs {names})"

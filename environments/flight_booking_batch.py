@@ -124,7 +124,7 @@ class FlightBookingBatch:
         rows = np.arange(self.n)
         safe = np.maximum(fid, 0)
         ok = (self.price[rows, safe] <= p.max_price) & (self.hour[rows, safe] >= p.earliest_hour)
-        return ok & (fid >= 0)
+        return np.asarray(ok & (fid >= 0))
 
     def right_payment(self, fid: np.ndarray) -> np.ndarray:
         """``PAY_POINTS`` where the balance covers flight ``fid``'s points, else ``PAY_CASH``."""
@@ -142,7 +142,9 @@ class FlightBookingBatch:
         valid_booking = self._valid_at(self.booked)
         done = np.where((self.booked == best) & right, 1.0, 0.8)
         out = np.where(
-            booked, np.where(valid_booking, done, np.maximum(0.0, score - 0.2)), np.minimum(score, 0.8)
+            booked,
+            np.where(valid_booking, done, np.maximum(0.0, score - 0.2)),
+            np.minimum(score, 0.8),
         )
         return np.asarray(out)
 
@@ -251,7 +253,9 @@ class FlightBookingBatch:
         visible = self.visible_count()
         # search_flights
         search = mask & ((tool == SEARCH_WEEK) | (tool == SEARCH_WIDE))
-        self.range = np.where(search, np.where(tool == SEARCH_WEEK, RANGE_WEEK, RANGE_WIDE), self.range).astype(np.int8)
+        self.range = np.where(
+            search, np.where(tool == SEARCH_WEEK, RANGE_WEEK, RANGE_WIDE), self.range
+        ).astype(np.int8)
         empty = search & (tool == SEARCH_WEEK) & self.week_empty
         found = search & ~empty
         self.pages = np.where(empty, 0, np.where(found, 1, self.pages))
@@ -268,7 +272,9 @@ class FlightBookingBatch:
         read = found | turn
         if read.any():
             cols = np.arange(p.n_flights)[None, :]
-            page = (cols >= ((self.pages - 1) * size)[:, None]) & (cols < (self.pages * size)[:, None])
+            page = (cols >= ((self.pages - 1) * size)[:, None]) & (
+                cols < (self.pages * size)[:, None]
+            )
             page &= read[:, None]
             self.seen = np.where(page, self.price, self.seen)
         # check_points

@@ -10,16 +10,15 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
-from rich.console import Console
-
-from opar_sim.cli.commands import COMMANDS
-from opar_sim.cli.commands.common import UsageError
-from opar_sim.experiment.executors import ExecutorError
-from opar_sim.experiment.spec import SpecError
+# The commands are imported when the parser is built, not with this module: the
+# console script imports it, and so does every spawned pool worker, which re-runs the
+# script's imports; a worker needs none of the commands (nor what they draw with).
 
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
+        from opar_sim.cli.commands.common import UsageError
+
         raise UsageError(message)
 
 
@@ -29,6 +28,8 @@ def build_parser() -> argparse.ArgumentParser:
     Its errors raise ``UsageError`` instead of exiting, so ``main`` reports them
     like any other bad input.
     """
+    from opar_sim.cli.commands import COMMANDS
+
     parser = _Parser(
         prog="opar-sim",
         description="Simulate agent loops (Observe-Plan-Act-Reflect) and tune their controllers.",
@@ -41,6 +42,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``opar-sim``; returns the exit status."""
+    from rich.console import Console
+
+    from opar_sim.cli.commands import COMMANDS
+    from opar_sim.cli.commands.common import UsageError
+    from opar_sim.experiment.executors import ExecutorError
+    from opar_sim.experiment.spec import SpecError
+
     # a terminal sets its own width; piped output (logs, CI) gets room for the wide tables
     console = Console() if sys.stdout.isatty() else Console(width=160)
     try:

@@ -29,7 +29,7 @@ import numpy as np
 
 from controllers.batch import REPLAN, TERMINATE, BatchLaw, Reading, Unsupported, from_scalar
 from environments.flight_booking import FlightBooking
-from environments.flight_booking_batch import BOOK, PAY_POINTS, FlightBookingBatch, take_rows
+from environments.flight_booking_batch import PAY_POINTS, FlightBookingBatch, take_rows
 from opar_sim.agents.simulated import RESULT_TOKEN_CAP, SimulatedAgent, SimulatedAgentParams
 from opar_sim.core.limits import Limits
 from opar_sim.core.seeding import episode_seed
@@ -193,7 +193,7 @@ class _Engine:
             s.now = np.where(cut, self.limits.time_budget, s.now)
             s.status = np.where(cut, TIME, s.status)
             s.alive &= ~cut
-        return s.alive & m
+        return np.asarray(s.alive & m)
 
     def _call(self, m: np.ndarray, completion: np.ndarray | int) -> np.ndarray:
         """One model call per row of ``m`` (``SimulatedAgent._llm_call``); the rows still alive."""
@@ -252,7 +252,9 @@ class _Engine:
         world.disturb_until(s.now, a, rng)
         excess = s.context - p.context_knee
         factor = 1.0 - p.context_decay * excess / p.context_knee
-        effective = np.where(excess <= 0, s.quality, np.maximum(p.quality_floor, s.quality * factor))
+        effective = np.where(
+            excess <= 0, s.quality, np.maximum(p.quality_floor, s.quality * factor)
+        )
         expert = rng.random(n) < effective
         complete = world.progress() >= 1.0
         tool, flight, pay = world.expert(complete)
@@ -485,7 +487,10 @@ def _concat(pieces: list[BatchEpisodes]) -> BatchEpisodes:
     fields: dict[str, Any] = {}
     for name in BatchEpisodes.__dataclass_fields__:
         values = [getattr(piece, name) for piece in pieces]
-        fields[name] = sum(values, []) if name == "answer" else np.concatenate(values)
+        if name == "answer":
+            fields[name] = [answer for value in values for answer in value]
+        else:
+            fields[name] = np.concatenate(values)
     return BatchEpisodes(**fields)
 
 

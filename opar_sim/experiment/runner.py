@@ -141,8 +141,8 @@ def run_many(
         try:
             for index, (spec, _) in enumerate(runs):
                 for c in range(len(spec.controller_list())):
-                    result = run_batch(spec, c, 0, spec.episodes)
-                    writer.write(index, episode_text(spec, c, 0, result), "")
+                    batch = run_batch(spec, c, 0, spec.episodes)
+                    writer.write(index, episode_text(spec, c, 0, batch), "")
                     if on_progress is not None:
                         on_progress(spec.episodes)
         finally:

@@ -7,7 +7,6 @@ be equal on every row at every Reflect, and a masked-out row must not move.
 
 from __future__ import annotations
 
-
 import numpy as np
 import pytest
 
@@ -16,7 +15,11 @@ from controllers.batch import CONTINUE, REPLAN, TERMINATE, Reading, Unsupported,
 from opar_sim.core.controller import ReflectContext
 from opar_sim.core.types import ControlSignal, Evaluation
 
-CODES = {ControlSignal.CONTINUE: CONTINUE, ControlSignal.REPLAN: REPLAN, ControlSignal.TERMINATE: TERMINATE}
+CODES = {
+    ControlSignal.CONTINUE: CONTINUE,
+    ControlSignal.REPLAN: REPLAN,
+    ControlSignal.TERMINATE: TERMINATE,
+}
 
 CASES = [
     ("pid", {}),
@@ -59,8 +62,17 @@ def test_batch_law_equals_scalar(name: str, params: dict[str, object]) -> None:
         )
         signal, give_up = twin.decide(mask, r)
         for k in np.flatnonzero(mask):
-            ev = Evaluation(r.delta_task[k], r.delta_act[k], r.delta_plan[k], r.confidence[k], "", ())
-            ctx = ReflectContext(t + 1, 0.0, float(r.dt[k]), int(r.plan_age[k]), bool(r.plan_exhausted[k]), int(r.replans[k]))
+            ev = Evaluation(
+                r.delta_task[k], r.delta_act[k], r.delta_plan[k], r.confidence[k], "", ()
+            )
+            ctx = ReflectContext(
+                t + 1,
+                0.0,
+                float(r.dt[k]),
+                int(r.plan_age[k]),
+                bool(r.plan_exhausted[k]),
+                int(r.replans[k]),
+            )
             d = scalars[k].decide(ev, ctx)
             assert CODES[d.signal] == signal[k], (t, k, d)
             assert d.give_up == bool(give_up[k]) or d.signal is not ControlSignal.TERMINATE

@@ -14,6 +14,7 @@ false alarm below 0.2 %).  The test runs ``SIMPY_EPISODES`` SimPy episodes
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -24,8 +25,6 @@ from opar_sim.experiment.batch import check_batch, run_batch
 from opar_sim.experiment.build import build, load_spec
 from opar_sim.experiment.edit import with_overrides
 from opar_sim.experiment.spec import SpecError
-
-from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 SPEC = ROOT / "experiments" / "flight_booking.toml"
@@ -92,7 +91,9 @@ def test_bound_detects_a_different_law() -> None:
     base = batch_metrics("pid", 5000)
     spec = with_overrides(load_spec(SPEC), controller="pid")
     spec = spec.model_copy(
-        update={"controller": spec.controller.model_copy(update={"params": {"replan_threshold": 0.6}})}
+        update={
+            "controller": spec.controller.model_copy(update={"params": {"replan_threshold": 0.6}})
+        }
     )
     r = run_batch(spec, 0, 0, 5000)
     replans = differences(base, {**base, "replans": r.replans.astype(float)})["replans"]

@@ -21,7 +21,6 @@ from opar_sim.experiment.executors import open_executor
 from opar_sim.experiment.rundir import prepare_out_dir
 from opar_sim.experiment.runner import RunResult, run_experiment
 from opar_sim.experiment.spec import ExperimentSpec
-from opar_sim.figures.run import write_run_figures
 
 NAME = "run"
 HELP = "run an experiment spec and write a run directory"
@@ -85,6 +84,8 @@ def execute(
         outcomes = {name: s["outcomes"] for name, s in result.summary.items()}
         console.print(outcome_table(outcomes).to_rich())
     console.print(f"run directory: [green]{result.out}[/]")
+    from opar_sim.figures.run import write_run_figures  # matplotlib only when drawing
+
     for figure in write_run_figures(spec, result.out):
         console.print(f"figure: [green]{figure}[/]")
     print_llm_costs(result.out, console)

@@ -23,8 +23,6 @@ from opar_sim.experiment.edit import with_overrides
 from opar_sim.experiment.executors import open_executor
 from opar_sim.experiment.rundir import prepare_out_dir, write_json, write_jsonl
 from opar_sim.experiment.tune import TuneResult, apply_params, executor_evaluate, toml_snippet, tune
-from opar_sim.figures import tuning
-from opar_sim.figures.style import save
 
 NAME = "tune"
 HELP = "tune controller gains with Optuna; report train and held-out scores"
@@ -105,6 +103,9 @@ def _write(out: Path, name: str, space: Mapping[str, object], result: TuneResult
     write_json(out / "tune.json", summary)
     numbers = [t.number for t in result.trials]
     scores = [t.score for t in result.trials]
+    from opar_sim.figures import tuning  # matplotlib only when drawing
+    from opar_sim.figures.style import save  # matplotlib only when drawing
+
     figures = save(
         tuning.tune_history(numbers, scores, f"{name}: optimisation history"), str(out / "history")
     )
