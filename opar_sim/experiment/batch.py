@@ -109,7 +109,26 @@ class BatchEpisodes:
     sim_seconds: np.ndarray
     tool_calls: np.ndarray
     replans: np.ndarray
-    answer: list[str]
+    booked: np.ndarray  # the final booking's flight (-1: none), departure, fare and payment
+    hour: np.ndarray
+    price: np.ndarray
+    pay: np.ndarray
+
+    def answers(self) -> list[str]:
+        """Each episode's final answer, as ``FlightBooking.answer`` words it."""
+        return [
+            "no booking"
+            if fid < 0
+            else f"flight #{fid} at {hour:02d}:00 for {price:.0f}, paid by "
+            + ("points" if pay == PAY_POINTS else "cash")
+            for fid, hour, price, pay in zip(
+                self.booked.tolist(),
+                self.hour.tolist(),
+                self.price.tolist(),
+                self.pay.tolist(),
+                strict=True,
+            )
+        ]
 
     @property
     def success(self) -> np.ndarray:
@@ -179,7 +198,7 @@ class _Engine:
                 self._record(ended, out)
             if not s.alive.any():
                 break
-            if s.alive.sum() < 0.5 * self.n:
+            if s.alive.sum() < 0.8 * self.n:  # finished rows cost as much as live ones
                 self._compact()
         return out.episodes()
 
@@ -416,19 +435,6 @@ class _Out:
         self.price = np.zeros(n)
 
     def episodes(self) -> BatchEpisodes:
-        answers = [
-            "no booking"
-            if fid < 0
-            else f"flight #{fid} at {hour:02d}:00 for {price:.0f}, paid by "
-            + ("points" if pay == PAY_POINTS else "cash")
-            for fid, hour, price, pay in zip(
-                self.booked.tolist(),
-                self.hour.tolist(),
-                self.price.tolist(),
-                self.pay.tolist(),
-                strict=True,
-            )
-        ]
         return BatchEpisodes(
             self.status,
             self.give_up,
@@ -443,7 +449,10 @@ class _Out:
             self.seconds,
             self.tool_calls,
             self.replans,
-            answers,
+            self.booked,
+            self.hour,
+            self.price,
+            self.pay,
         )
 
 
@@ -487,10 +496,7 @@ def _concat(pieces: list[BatchEpisodes]) -> BatchEpisodes:
     fields: dict[str, Any] = {}
     for name in BatchEpisodes.__dataclass_fields__:
         values = [getattr(piece, name) for piece in pieces]
-        if name == "answer":
-            fields[name] = [answer for value in values for answer in value]
-        else:
-            fields[name] = np.concatenate(values)
+        fields[name] = np.concatenate(values)
     return BatchEpisodes(**fields)
 
 
@@ -515,7 +521,7 @@ def episode_text(spec: ExperimentSpec, controller: int, start: int, result: Batc
         result.outcomes(),
         success,
         result.steps.tolist(),
-        result.answer,
+        result.answers(),
         result.best_step.tolist(),
         result.progress.tolist(),
         result.complete.tolist(),
