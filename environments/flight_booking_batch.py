@@ -166,12 +166,14 @@ class FlightBookingBatch:
         """What each row's agent infers (``FlightBooking._observation``'s visible progress)."""
         p = self.params
         visible = self.visible_count()
-        cols = np.arange(p.n_flights)
-        shown = cols[None, :] < visible[:, None]
-        seen_valid = shown & (self.seen <= p.max_price) & (self.hour >= p.earliest_hour)
-        cheapest = np.argmin(np.where(seen_valid, self.seen, np.inf), axis=1)
-        guess = np.where(seen_valid.any(axis=1), cheapest, NONE)
-        believed = np.where(self.shortlist >= 0, self.shortlist, guess)
+        believed = self.shortlist.copy()
+        # the cheapest valid seen flight, only where there is no shortlist to believe
+        rows = np.flatnonzero((believed < 0) & (visible > 0))
+        shown = np.arange(p.n_flights)[None, :] < visible[rows, None]
+        seen = self.seen[rows]
+        seen_valid = shown & (seen <= p.max_price) & (self.hour[rows] >= p.earliest_hour)
+        cheapest = np.argmin(np.where(seen_valid, seen, np.inf), axis=1)
+        believed[rows] = np.where(seen_valid.any(axis=1), cheapest, NONE)
         known = (self.booked >= 0) & self.points_known
         right = np.where(known, self.booked_right, True)
         belief = self._score(believed, right, visible)
@@ -194,7 +196,7 @@ class FlightBookingBatch:
         moved = self._at(self.seen, best) != self._at(self.price, best)  # NaN (unread): moved
         research = np.where(self.range == RANGE_WIDE, SEARCH_WIDE, SEARCH_WEEK)
         widen = np.where((self.range == RANGE_WEEK) & self.week_empty, SEARCH_WIDE, SEARCH_WEEK)
-        tool = np.select(
+        tool = first_match(
             [
                 (self.booked >= 0) & ~complete,
                 complete,
@@ -225,7 +227,7 @@ class FlightBookingBatch:
         count = 3 + has_book + has_cancel
         pick = (rng.random(self.n) * count).astype(np.int64)
         # the list: search, check points, loose filter, [book cheapest by cash], [cancel]
-        tool = np.select(
+        tool = first_match(
             [pick == 0, pick == 1, pick == 2, (pick == 3) & has_book],
             [SEARCH_WEEK, CHECK_POINTS, FILTER_LOOSE, BOOK],
             CANCEL,
@@ -340,6 +342,21 @@ class FlightBookingBatch:
         """
         take_rows(self, keep, self.n)
         self.n = len(keep)
+
+
+def first_match(conditions: list[np.ndarray], choices: list[Any], default: int) -> np.ndarray:
+    """``np.select`` (the first true condition's choice, else ``default``) as integer codes.
+
+    Written from the last condition to the first, one masked assignment each:
+    several times cheaper than ``np.select`` on long arrays.
+    """
+    out = np.full(len(conditions[0]), default, np.int64)
+    for condition, choice in zip(reversed(conditions), reversed(choices), strict=True):
+        if isinstance(choice, np.ndarray):
+            out[condition] = choice[condition]
+        else:
+            out[condition] = choice
+    return out
 
 
 def take_rows(obj: Any, keep: np.ndarray, n: int) -> None:

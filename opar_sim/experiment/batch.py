@@ -243,7 +243,9 @@ class _Engine:
         s.replans += a & s.has_plan & s.fresh
         new = a & (s.fresh | ~s.has_plan)
         keep = a & ~new
-        quality = rng.beta(p.plan_alpha, p.plan_beta, n)
+        quality = np.zeros(n)
+        drawn = np.flatnonzero(new)  # Beta draws are dear: only the fresh plans'
+        quality[drawn] = rng.beta(p.plan_alpha, p.plan_beta, drawn.size)
         quality = quality + np.where(s.has_plan & s.critique_right, p.critique_gain, 0.0)
         quality = np.clip(quality, 0.02, 0.98)
         done = self._call(a, np.where(new, p.plan_tokens, p.continue_tokens))

@@ -114,3 +114,38 @@ def test_batch_runs_are_reproducible() -> None:
     a, b = run_batch(spec, 0, 0, 300), run_batch(spec, 0, 0, 300)
     assert a.tokens.tolist() == b.tokens.tolist()
     assert a.outcomes() == b.outcomes()
+
+
+def test_run_and_sweep_take_engine_batch(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--engine batch`` writes the ordinary run files; a sweep gets one run per point."""
+    from opar_sim.cli.main import main
+    from opar_sim.experiment.rundir import iter_episodes, read_json
+
+    out = tmp_path / "run"
+    assert (
+        main(["run", str(SPEC), "--engine", "batch", "--episodes", "200", "--out", str(out)]) == 0
+    )
+    rows = list(iter_episodes(out))
+    assert [r["episode"] for r in rows] == list(range(200))
+    summary = read_json(out / "summary.json")
+    assert summary["pid"]["episodes"] == 200
+    assert summary["pid"]["success_rate"] == sum(r["success"] for r in rows) / 200
+    sweep = tmp_path / "sweep"
+    args = ["sweep", str(ROOT / "experiments" / "pid_gain_map.toml"), "--engine", "batch"]
+    assert main([*args, "--episodes", "20", "--out", str(sweep)]) == 0
+    points = read_json(sweep / "sweep_summary.json")
+    assert len(points) == 25 and all(p["summary"]["pid"]["episodes"] == 20 for p in points)
+    bad = [
+        "run",
+        str(SPEC),
+        "--engine",
+        "batch",
+        "--controller",
+        "oracle",
+        "--out",
+        str(tmp_path / "x"),
+    ]
+    assert main(bad) == 2
+    assert "no batch twin" in capsys.readouterr().err
