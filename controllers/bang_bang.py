@@ -37,7 +37,7 @@ class BangBang:
         "delay": (0, 3),
     }
 
-    def __init__(self, threshold: float = 0.5, complete: float = 0.9, delay: int = 0) -> None:
+    def __init__(self, threshold: float = 0.95, complete: float = 0.95, delay: int = 0) -> None:
         """Build the relay.
 
         Args:

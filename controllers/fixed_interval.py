@@ -28,7 +28,7 @@ class FixedInterval:
         "complete": (0.5, 0.99),
     }
 
-    def __init__(self, interval: int = 3, complete: float = 0.9) -> None:
+    def __init__(self, interval: int = 4, complete: float = 0.99) -> None:
         """Build the law.
 
         Args:

@@ -38,7 +38,7 @@ each REPLAN paying a full plan.  So the map has, in this order:
    blame of the old one);
 4. CONTINUE otherwise.
 
-**Pace** (``pace`` > 0, off by default): the effort that drives the REPLAN
+**Pace** (``pace`` > 0; the fitted default 0.17, 0 turns it off): the effort that drives the REPLAN
 relay is computed on the plan's shortfall against an expected pace instead of
 the task error: e_pace = clip(pace · plan_age − (δ_task − δ_task at the
 plan's start), 0, 1), so P is how far the current plan lags behind ``pace``
@@ -81,16 +81,16 @@ class CognitivePID(DiscretePID):
 
     def __init__(
         self,
-        kp: float = 1.0,
-        ki: float = 0.03,
-        kd: float = 6.0,
+        kp: float = 2.3,
+        ki: float = 0.17,
+        kd: float = 1.6,
         *,
-        replan_threshold: float = 1.1,
+        replan_threshold: float = 2.4,
         hysteresis: float = 0.0,
         min_dwell: int = 0,
         integral_on_replan: str = "reset",
         integral_scale: float = 0.5,
-        settle_band: float = 0.1,
+        settle_band: float = 0.11,
         settle_count: int = 2,
         confidence_floor: float = 0.0,
         give_up_after: float = math.inf,
@@ -103,7 +103,7 @@ class CognitivePID(DiscretePID):
         derivative_on: str = "error",
         tau: float = 0.0,
         setpoint: float = 1.0,
-        pace: float = 0.0,
+        pace: float = 0.17,
     ) -> None:
         """Build the law; the effort → signal map is described in the module docstring.
 
@@ -133,6 +133,9 @@ class CognitivePID(DiscretePID):
             setpoint: The target of δ_task (1: task complete).
             pace: Expected δ_task gain per step under a plan; > 0 drives the REPLAN
                 relay by the plan's shortfall against it (0: by the task error).
+
+        The defaults are re-fitted on tuning seeds (``opar-sim refit``,
+        docs/defaults-fit.json), like every controller's.
         """
         require_unit(pace=pace)
         self.pace = pace

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from controllers.base import PROGRESS_ACT, made_progress, require_unit
+from controllers.base import made_progress, require_unit
 from opar_sim.core.controller import ReflectContext
 from opar_sim.core.types import ControlSignal, Decision, Evaluation
 
@@ -42,8 +42,8 @@ class StallCounter:
         self,
         max_stalls: int = 3,
         max_replans: int = 3,
-        complete: float = 0.9,
-        progress_act: float = PROGRESS_ACT,
+        complete: float = 0.98,
+        progress_act: float = 0.74,
     ) -> None:
         """Build the law.
 

@@ -29,9 +29,9 @@ class ThresholdReflector:
 
     def __init__(
         self,
-        threshold_complete: float = 0.9,
-        threshold_drift: float = 0.6,
-        threshold_valid: float = 0.3,
+        threshold_complete: float = 0.99,
+        threshold_drift: float = 0.85,
+        threshold_valid: float = 0.031,
     ) -> None:
         """Build the law.
 

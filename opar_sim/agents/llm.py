@@ -5,20 +5,27 @@ asks for a conditional plan (steps with conditions and fallbacks), Act for
 one tool call validated against the task's tools (an unknown tool or bad
 arguments is an invalid action and is never executed), Evaluate for the
 ReAct self-reflection (confidence, sufficient, missing, next action) plus
-δ_task, δ_act, δ_plan and a critique.  Simulated time advances by the
-backend's measured durations, so time budgets mean the same as for the
-simulated agent.
+δ_task, δ_act, δ_plan and a critique.  Simulated time advances by each
+call's token counts at the backend's configured speed (``GenerationSpeed``),
+so the same seed gives the same simulated seconds on any machine; the
+measured wall time is recorded beside it (``clock = "measured"`` uses the
+backend's reported durations instead).
 
-Cost management follows the OPAR document (§8.2): a light ``backend`` plans
-and acts, a stronger ``evaluator`` reflects, and fresh plans are cached on
-(goal, observation, critique) so a situation seen before does not pay twice.
-Every model call is logged (``drain_calls``) for the run's ``calls.jsonl``.
+On REPLAN the model is asked for a new plan, shown the plan it replaces and
+the critique.  Cost management follows the OPAR document (§8.2): a light
+``backend`` plans and acts, a stronger ``evaluator`` reflects, and an
+episode's first plan is cached on (goal, observation, recent history), so an
+identical situation with no critique does not pay twice; a REPLAN never reads
+the cache.  Every model call is logged (``drain_calls``) for the run's
+``calls.jsonl``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Generator, Sequence
-from typing import Any
+from collections.abc import Callable, Generator, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, Literal
 
 import numpy as np
 import simpy
@@ -30,6 +37,7 @@ from opar_sim.core.llm import JsonSchema, LLMBackend, LLMError, Message, Reply, 
 from opar_sim.core.task import Task
 from opar_sim.core.types import Action, ActionResult, Cost, Evaluation, Observation, Plan, PlanStep
 from opar_sim.llm import prompts
+from opar_sim.llm.config import GenerationSpeed
 from opar_sim.llm.schemas import (
     EvaluationOut,
     PlanOut,
@@ -42,6 +50,35 @@ from opar_sim.llm.schemas import (
 RESULT_CHARS = 240  # tool results are cut to this many characters in the prompt
 
 
+@dataclass(frozen=True, slots=True)
+class LLMProgress:
+    """Where an LLM episode is, after each phase: for a live progress line."""
+
+    episode_step: int
+    phase: str  # plan, act or evaluate
+    tokens: int  # spent in the episode so far
+    last: str  # the last action and its result (or why it was invalid)
+    cache_hit: bool = False
+
+
+ProgressListener = Callable[[LLMProgress], None]
+_LISTENERS: list[ProgressListener] = []
+
+
+@contextmanager
+def progress_listener(listener: ProgressListener) -> Iterator[None]:
+    """Call ``listener`` after every phase of every LLM agent in this process, while open.
+
+    Episodes run in worker processes report nothing here: a live view needs
+    the serial executor (``--workers 1``, the default for LLM runs).
+    """
+    _LISTENERS.append(listener)
+    try:
+        yield
+    finally:
+        _LISTENERS.remove(listener)
+
+
 class LLMAgentParams(BaseModel):
     """Knobs of the LLM agent (``[agent.params]`` of a spec with ``kind = "llm"``)."""
 
@@ -49,8 +86,15 @@ class LLMAgentParams(BaseModel):
 
     history_steps: int = Field(6, ge=0, description="past steps shown in each prompt")
     max_plan_steps: int = Field(5, ge=1, le=12)
-    plan_cache: bool = Field(True, description="reuse plans made for the same situation")
+    plan_cache: bool = Field(
+        True, description="reuse the first plan of an identical situation (never on REPLAN)"
+    )
     observe_seconds: float = Field(0.0, ge=0, description="simulated seconds to observe")
+    clock: Literal["tokens", "measured"] = Field(
+        "tokens",
+        description="simulated time of a model call: from its tokens at the backend's "
+        "tokens_per_second (deterministic), or the backend's measured duration",
+    )
 
 
 class LLMAgent:
@@ -63,6 +107,8 @@ class LLMAgent:
         backend: LLMBackend,
         evaluator: LLMBackend | None = None,
         params: LLMAgentParams | None = None,
+        speed: GenerationSpeed | None = None,
+        evaluator_speed: GenerationSpeed | None = None,
     ) -> None:
         """Build the agent.
 
@@ -70,13 +116,17 @@ class LLMAgent:
             backend: The model that plans and acts (the light one, OPAR §8.2).
             evaluator: The model that reflects; defaults to ``backend``.
             params: The agent's knobs; defaults to ``LLMAgentParams()``.
+            speed: The simulated speed of ``backend``; defaults to ``GenerationSpeed()``.
+            evaluator_speed: The simulated speed of ``evaluator``; defaults to ``speed``.
         """
         self.backend = backend
         self.evaluator = evaluator or backend
         self.params = params or LLMAgentParams()
+        self.speed = speed or GenerationSpeed()
+        self.evaluator_speed = evaluator_speed or self.speed
         self.context = Context()
         self.cost = Cost()
-        self.plan_cache: dict[tuple[str, str, str], tuple[PlanStep, ...]] = {}
+        self.plan_cache: dict[tuple[str, ...], tuple[PlanStep, ...]] = {}
         self.cache_hits = 0
         self._calls: list[dict[str, Any]] = []
         self._reset_episode()
@@ -92,6 +142,7 @@ class LLMAgent:
         self._prompt_tokens = 0
         self._last_eval: Evaluation | None = None
         self._last_step = ""
+        self._cached = False
         self._expert_hits: dict[int, tuple[int, int]] = {}
 
     # -- bookkeeping ---------------------------------------------------------------
@@ -103,6 +154,7 @@ class LLMAgent:
         """
         self._task = task
         self.cost = cost
+        cost.wall_seconds = 0.0  # the measured model time, recorded beside the simulated
         self._reset_episode()
         self._seed = int(rng.integers(0, 2**31 - 1))
         self._system = prompts.system_prompt(task.goal, task.tools)
@@ -140,6 +192,7 @@ class LLMAgent:
         schema: type[T],
         json_schema: JsonSchema,
     ) -> Generator[simpy.Event, Any, Reply[T]]:
+        speed = self.evaluator_speed if phase == "evaluate" else self.speed
         seed = self._seed + 2 * self._n_calls
         self._n_calls += 1
         row: dict[str, Any] = {"step": self._step, "phase": phase, "backend": backend.name}
@@ -153,12 +206,18 @@ class LLMAgent:
         c.prompt_tokens += reply.prompt_tokens
         c.completion_tokens += reply.completion_tokens
         c.llm_calls += len(reply.attempts)
+        c.wall_seconds = (c.wall_seconds or 0.0) + reply.wall_seconds
+        if self.params.clock == "tokens":
+            seconds = speed.seconds(reply.prompt_tokens, reply.completion_tokens)
+        else:
+            seconds = reply.model_seconds
         if reply.attempts:
             self._prompt_tokens = reply.attempts[-1].prompt_tokens
         row |= {
             "attempts": len(reply.attempts),
             "prompt_tokens": reply.prompt_tokens,
             "completion_tokens": reply.completion_tokens,
+            "sim_seconds": seconds,
             "model_seconds": reply.model_seconds,
             "wall_seconds": reply.wall_seconds,
             "done_reason": reply.attempts[-1].done_reason if reply.attempts else None,
@@ -166,7 +225,7 @@ class LLMAgent:
             "problem": reply.error,
         }
         self._calls.append(row)
-        yield env.timeout(reply.model_seconds)
+        yield env.timeout(seconds)
         return reply
 
     # -- the four phases -----------------------------------------------------------
@@ -184,20 +243,31 @@ class LLMAgent:
     def plan(
         self, env: simpy.Environment, step: int, fresh: bool, critique: str
     ) -> Generator[simpy.Event, Any, Plan]:
-        """Keep the plan on CONTINUE; otherwise ask the model for one (or reuse a cached one).
+        """Keep the plan on CONTINUE; on REPLAN ask the model for a new one, with the critique.
 
-        An invalid reply keeps acting on the old plan's steps rather than stopping.
+        The cache serves only the episode's first plan in an identical situation
+        (goal, observation and recent history) with no critique: a REPLAN always
+        asks the model, showing it the plan it replaces.  An invalid reply keeps
+        acting on the old plan's steps rather than stopping.
         """
         if not fresh and self._plan is not None:
             return self._plan  # CONTINUE keeps the plan and costs nothing
-        key = (self._task.goal, self._obs.text, critique)
-        steps = self.plan_cache.get(key) if self.params.plan_cache else None
+        previous = self._plan
+        cacheable = self.params.plan_cache and previous is None and not critique
+        key = (self._task.goal, self._obs.text, *self._recent())
+        steps = self.plan_cache.get(key) if cacheable else None
+        self._cached = steps is not None
         if steps is not None:
             self.cache_hits += 1
             self._calls.append({"step": self._step, "phase": "plan", "cache_hit": True})
         else:
             msgs = prompts.plan_messages(
-                self._system, self._recent(), self._obs, critique, self.params.max_plan_steps
+                self._system,
+                self._recent(),
+                self._obs,
+                critique,
+                self.params.max_plan_steps,
+                previous=previous,
             )
             reply = yield from self._call(
                 env, self.backend, "plan", msgs, PlanOut, self._schemas[0]
@@ -207,12 +277,14 @@ class LLMAgent:
                     PlanStep(s.tool, s.description, s.condition or None, s.fallback or None)
                     for s in reply.value.steps[: self.params.max_plan_steps]
                 )
-                self.plan_cache[key] = steps
+                if cacheable:
+                    self.plan_cache[key] = steps
                 self.context.append("plan", reply.completion_tokens)
             else:  # keep acting on the old plan (or none) rather than stopping
                 steps = self._plan.steps if self._plan is not None else ()
         self._plans += 1
         self._plan = Plan(self._plans, steps, 0.5, step, critique)
+        self._progress("plan", cache_hit=self._cached)
         return self._plan
 
     def act(self, env: simpy.Environment, plan: Plan) -> Generator[simpy.Event, Any, ActChoice]:
@@ -228,6 +300,7 @@ class LLMAgent:
         self.context.append("action", reply.completion_tokens)
         if reply.value is None:
             self._last_step = f"invalid output: {reply.error}"
+            self._progress("act")
             return ActChoice(None, False, "invalid_format")
         call = reply.value
         spec = task.tools.get(call.tool)
@@ -238,6 +311,7 @@ class LLMAgent:
         if spec is None or problem is not None:
             self._last_step = f"invalid action {action.label()}: {problem}"
             self._calls[-1]["error"] = "invalid_action"
+            self._progress("act")
             return ActChoice(None, False, "invalid_action")
         action = Action.of(call.tool, **spec.args.model_validate(call.args).model_dump())
         expert = action == task.expert_action()
@@ -246,6 +320,7 @@ class LLMAgent:
         self._expert_hits[plan.plan_id] = (hits, n)
         plan.quality = (hits + 1) / (n + 2)  # the share of expert actions, Laplace-smoothed
         self._last_step = action.label()
+        self._progress("act")
         return ActChoice(action, expert)
 
     def absorb(self, result: ActionResult) -> None:
@@ -295,7 +370,14 @@ class LLMAgent:
         self._calls[-1]["delta_task"] = evaluation.delta_task
         self._last_eval = evaluation
         self._history[-1] += f" | reflection: {evaluation.critique}"
+        self._progress("evaluate")
         return evaluation
+
+    def _progress(self, phase: str, cache_hit: bool = False) -> None:
+        if _LISTENERS:
+            event = LLMProgress(self._step, phase, self.cost.tokens, self._last_step, cache_hit)
+            for listener in list(_LISTENERS):
+                listener(event)
 
     def _recent(self) -> list[str]:
         n = self.params.history_steps

@@ -57,9 +57,11 @@ def llm(
     from opar_sim.llm.config import make_backend
 
     llm_params = LLMAgentParams.model_validate(params)
-    planner = make_backend(backend or BackendSpec())
+    plan_spec = backend or BackendSpec()
+    planner = make_backend(plan_spec)
     judge = make_backend(evaluator) if evaluator is not None else planner
-    return lambda: LLMAgent(planner, judge, llm_params)
+    speeds = (plan_spec.speed(), (evaluator or plan_spec).speed())
+    return lambda: LLMAgent(planner, judge, llm_params, *speeds)
 
 
 AGENTS: Registry[AgentFactory] = Registry("agent")

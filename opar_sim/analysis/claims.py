@@ -295,7 +295,9 @@ def claims() -> list[Claim]:
     fb_pid = Arm("experiments/flight_booking.toml")
     relay = Arm(
         "experiments/flight_booking.toml",
-        {"controller": {"name": "bang_bang", "params": {}}},
+        # the undamped relay at a demonstration setting (its fitted default, threshold
+        # 0.95, hardly ever replans): REPLAN whenever e > 0.5
+        {"controller": {"name": "bang_bang", "params": {"threshold": 0.5, "complete": 0.9}}},
         "bang_bang",
     )
     inf = "experiments/flight_booking_infeasible.toml"
@@ -591,6 +593,7 @@ def run_claims(
     executor: Any = None,
     parallelism: int = 1,
     on_progress: Callable[[int], None] | None = None,
+    on_start: Callable[[int], None] | None = None,
 ) -> list[ClaimResult]:
     """Run every arm the claims need (each distinct spec once per seed) and check the claims.
 
@@ -603,6 +606,7 @@ def run_claims(
         executor: Where the chunks run (None: serially).
         parallelism: The executor's workers.
         on_progress: Called with the episodes each finished chunk adds.
+        on_start: Called once, before any episode runs, with the episodes in all.
 
     Returns:
         One result per claim, in order.
@@ -620,6 +624,8 @@ def run_claims(
                 path = out / "runs" / f"{n:02d}-{Path(arm.spec).stem}-seed{seed}"
                 runs.append((spec, path))
                 where[(arm.run_key, seed)] = path
+    if on_start is not None:
+        on_start(sum(spec.episodes * len(spec.controller_list()) for spec, _ in runs))
     run_many(runs, executor=executor, parallelism=parallelism, on_progress=on_progress)
     cache: dict[tuple[tuple[str, str, bool], str | None], ArmData] = defaultdict(
         lambda: ArmData({})

@@ -56,20 +56,35 @@ def replan_rhythm(
     steps: Sequence[int] | None = None,
     k: int = 2,
     times: Signal | None = None,
+    enacted: int | None = None,
 ) -> ReplanRhythm:
     """REPLAN statistics of one episode's decision signals (``"replan"`` counts).
 
     ``times`` (simulated seconds of each step) adds the dwell in seconds.
+
+    ``enacted`` is the number of REPLANs the loop carried out (the ``replans``
+    of the episode's episodes.jsonl row, the count ``summary.json`` averages):
+    a REPLAN decided at the last step, after which the episode stopped before
+    a new plan was made, is then not counted, so every reported REPLAN count
+    has one definition — a REPLAN decision that produced a new plan.
     """
     if k < 1:
         raise ValueError(f"k must be >= 1, got {k}")
     numbers = list(steps) if steps is not None else list(range(1, len(signals) + 1))
-    at = [n for n, s in zip(numbers, signals, strict=True) if s == REPLAN]
+    where = [i for i, s in enumerate(signals) if s == REPLAN]
+    if enacted is not None:
+        if not len(where) - 1 <= enacted <= len(where):
+            raise ValueError(
+                f"enacted REPLANs ({enacted}) must be the REPLAN signals ({len(where)}) "
+                "or one fewer (the last step's)"
+            )
+        where = where[:enacted]
+    at = [numbers[i] for i in where]
     dwell = np.diff(at)
     dwell_seconds = math.nan
     if times is not None and dwell.size:
         t = np.asarray(times, float)
-        dwell_seconds = float(np.diff([t[i] for i, s in enumerate(signals) if s == REPLAN]).mean())
+        dwell_seconds = float(np.diff([t[i] for i in where]).mean())
     n = len(signals)
     return ReplanRhythm(
         steps=n,

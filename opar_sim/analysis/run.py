@@ -99,7 +99,10 @@ def episode_metrics(
     # settling in steps: the same definition on the step axis
     steps_axis = np.concatenate(([0.0], trace.step.astype(float)))
     by_step = step_info(np.concatenate(([0.0], trace.progress)), steps_axis)
-    rhythm = replan_rhythm(trace.signals, trace.step.tolist(), k=thrash_k, times=trace.time)
+    enacted = int(row["replans"]) if "replans" in row else None  # summary.json's count
+    rhythm = replan_rhythm(
+        trace.signals, trace.step.tolist(), k=thrash_k, times=trace.time, enacted=enacted
+    )
     damp = damping(estimate, trace.time, tolerance=DAMPING_TOLERANCE)
     cycles = find_cycles(trace.actions)
     return EpisodeMetrics(
@@ -357,6 +360,7 @@ _KEEP_FIELDS = (
     "success",
     "tokens",
     "sim_seconds",
+    "replans",  # REPLANs enacted: the one count of summary.json, run, compare and the report
 )
 
 

@@ -17,6 +17,7 @@ Usage (the figure is drawn by the command)::
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -68,8 +69,14 @@ def error_by_step(steps: list[dict[str, Any]]) -> tuple[list[float], list[float]
     return [wrong[k][0] / wrong[k][1] for k in ks], [tokens[k][0] / tokens[k][1] for k in ks]
 
 
-def rebound(spec: ExperimentSpec, out: Path) -> StudyResult:
-    """Run the spec without and with compression; measure the error rebound."""
+def rebound(
+    spec: ExperimentSpec, out: Path, on_progress: Callable[[int], None] | None = None
+) -> StudyResult:
+    """Run the spec without and with compression; measure the error rebound.
+
+    ``on_progress`` is called with the episodes each finished chunk adds (both
+    arms: ``2 * episodes * controllers`` in all).
+    """
     c_max = spec.agent.params.get("context_max") or DEFAULT_CONTEXT_MAX
     arms = {
         "no compression": _variant(spec, "plain", {"agent.params.context_max": None}),
@@ -81,7 +88,7 @@ def rebound(spec: ExperimentSpec, out: Path) -> StudyResult:
     errors: dict[str, list[float]] = {}
     context: dict[str, list[float]] = {}
     for label, arm in arms.items():
-        run = run_experiment(arm, out / arm.name)
+        run = run_experiment(arm, out / arm.name, on_progress=on_progress)
         steps = list(iter_steps(run.out))
         err, ctx = error_by_step(steps)
         errors[label], context[label] = err, ctx
@@ -107,8 +114,13 @@ def rebound(spec: ExperimentSpec, out: Path) -> StudyResult:
     return StudyResult(out, numbers, errors, context, knee)
 
 
-def learning(spec: ExperimentSpec, out: Path) -> StudyResult:
-    """Run the spec with Reflexion's memory and with plain retries; success by attempt."""
+def learning(
+    spec: ExperimentSpec, out: Path, on_progress: Callable[[int], None] | None = None
+) -> StudyResult:
+    """Run the spec with Reflexion's memory and with plain retries; success by attempt.
+
+    ``on_progress`` as for ``rebound``.
+    """
     attempts = spec.reflexion.attempts
     keep = spec.reflexion.keep or 3
     arms = {
@@ -118,7 +130,7 @@ def learning(spec: ExperimentSpec, out: Path) -> StudyResult:
     numbers: dict[str, Any] = {}
     curves: dict[str, list[float]] = {}
     for label, arm in arms.items():
-        run = run_experiment(arm, out / arm.name)
+        run = run_experiment(arm, out / arm.name, on_progress=on_progress)
         rows = [
             (int(r["episode"]), int(r["attempt"]), bool(r["success"]))
             for r in iter_episodes(run.out)
@@ -131,6 +143,6 @@ def learning(spec: ExperimentSpec, out: Path) -> StudyResult:
 
 
 STUDIES: Registry[StudyResult] = Registry("study")
-"""The studies by name: ``STUDIES.make(name, spec=..., out=...)``."""
+"""The studies by name: ``STUDIES.make(name, spec=..., out=..., on_progress=...)``."""
 STUDIES.register("rebound", rebound)
 STUDIES.register("learning", learning)

@@ -22,6 +22,32 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(message)
 
 
+class _Done(Exception):
+    """Raised by ``--version`` once it has printed: ``main`` returns 0."""
+
+
+class _Version(argparse.Action):
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: object) -> None:
+        super().__init__(option_strings, dest, nargs=0, help="print the version and exit")
+
+    def __call__(self, *args: object, **kwargs: object) -> NoReturn:
+        print(f"opar-sim {version()}")
+        raise _Done
+
+
+def version() -> str:
+    """The installed opar-sim's version (the package's own when not installed)."""
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as installed
+
+    try:
+        return installed("opar-sim")
+    except PackageNotFoundError:
+        from opar_sim import __version__
+
+        return __version__
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``opar-sim`` parser, one sub-command per module of ``COMMANDS``.
 
@@ -33,8 +59,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="opar-sim",
         description="Simulate agent loops (Observe-Plan-Act-Reflect) and tune their controllers.",
+        epilog="start with: opar-sim run experiments/flight_booking.toml; "
+        "opar-sim COMMAND -h shows a command's flags",
     )
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    parser.add_argument("--version", "-V", action=_Version)
+    sub = parser.add_subparsers(
+        dest="command", required=True, parser_class=_Parser, metavar="COMMAND"
+    )
     for command in COMMANDS:
         command.add_arguments(sub.add_parser(command.NAME, help=command.HELP))
     return parser
@@ -51,6 +82,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     # a terminal sets its own width; piped output (logs, CI) gets room for the wide tables
     console = Console() if sys.stdout.isatty() else Console(width=160)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if not argv:  # a bare call: what the commands are, not one line of error
+        build_parser().print_help(sys.stderr)
+        return 2
     try:
         args = build_parser().parse_args(argv)
         command = next(c for c in COMMANDS if args.command == c.NAME)
@@ -59,6 +94,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (UsageError, SpecError, ExecutorError) as exc:
         print(f"opar-sim: error: {exc}", file=sys.stderr)
         return 2
+    except _Done:
+        return 0
     except KeyboardInterrupt:
         print(
             "opar-sim: interrupted; finished episodes are kept: rerun with --resume --out DIR",

@@ -1,74 +1,345 @@
-"""A run as one self-contained HTML page: tables, figures (embedded PNG), the spec.
+"""A run as one self-contained, interactive HTML page: figures, tables, episode traces, the spec.
 
 Nothing is linked: the page opens offline and can be attached to a message.
+The figures are the vector SVGs that ``plot`` (or ``compare``) already wrote
+under RUNDIR/figures, inlined with their ids prefixed per figure; they are
+drawn only when that directory lacks them or was drawn for other options.  A
+small script (``report_page.SCRIPT``, no library) adds the interaction:
+hover tool tips, controllers toggled from the legend bar, the comparison table
+linked to the Pareto plot, and the episode trace viewer fed by the episodes'
+steps embedded once as compact columns (``trace_data``).
 """
 
 from __future__ import annotations
 
-import base64
+import datetime as dt
 import html
-import io
+import math
+import re
+import subprocess
+from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
-import matplotlib.pyplot as plt
+import orjson
+from matplotlib.colors import to_hex
 
+import opar_sim
 from opar_sim.analysis.run import RunAnalysis
+from opar_sim.cli.report_page import SCRIPT, STYLE
 from opar_sim.cli.tables import (
     analysis_outcomes,
     comparison_table,
     outcome_table,
     response_table,
 )
-from opar_sim.figures import build_figures
+from opar_sim.experiment.rundir import (
+    episode_key,
+    iter_episodes,
+    iter_steps,
+    read_jsonl,
+)
+from opar_sim.figures import (
+    CAPTIONS,
+    FIGURE_DIR,
+    read_index,
+    thresholds,
+    write_figures,
+)
+from opar_sim.figures.style import controller_colors
 
-CAPTIONS = {
-    "convergence": "Median true progress (solid, interquartile band) and the agent's own "
-    "estimate δ_task (dashed), against loop iterations and against simulated seconds. Where the "
-    "dashed line runs above the solid one the agent believes it is further along than it is.",
-    "signals": "Each row is an episode, each column a loop iteration, coloured by the Reflect "
-    "decision. Dense REPLAN stripes are thrashing (a relay limit cycle); an early TERMINATE "
-    "in an episode that failed is a premature stop.",
-    "pid_terms": "One episode of a controller with an effort term: the error it saw and the true "
-    "error (top); P, I, D and the effort against the REPLAN threshold (bottom).",
-    "phase": "The estimated error against its trend, step by step: converging loops run into "
-    "the origin, oscillating ones circle.",
-    "outcomes": "Outcomes judged from the hidden ground truth, as a share of episodes.",
-    "pareto": "Mean tokens per episode against success rate with 95 % intervals; the ringed "
-    "controllers are not beaten on both cost and success by any other.",
-}
+REPLAY_GLOB = "replay_*.jsonl"
 
-STYLE = """
-body { font-family: system-ui, sans-serif; max-width: 1200px; margin: 2em auto; color: #222; }
-table { border-collapse: collapse; margin: 1em 0 0.3em; font-size: 0.9em; }
-caption { text-align: left; font-weight: bold; padding-bottom: 0.3em; }
-th, td { border: 1px solid #ccc; padding: 0.25em 0.6em; text-align: right; }
-th:first-child, td:first-child { text-align: left; font-weight: bold; }
-ul.notes { font-size: 0.8em; color: #555; margin-top: 0; }
-figure { margin: 1.5em 0; } figure img { max-width: 100%; border: 1px solid #eee; }
-figcaption { font-size: 0.9em; color: #444; }
-pre { background: #f6f6f6; padding: 1em; overflow-x: auto; font-size: 0.8em; }
-"""
+# a step row's fields the trace viewer shows, as (short key, row field, kind)
+_STEP_COLUMNS = (
+    ("st", "step", "int"),
+    ("t", "time", "num"),
+    ("p", "progress", "num"),
+    ("d", "delta_task", "num"),
+    ("sig", "signal", "str"),
+    ("rsn", "reason", "str"),
+    ("act", "action", "str"),
+    ("obs", "observation", "str"),
+    ("res", "result", "str"),
+    ("err", "tool_error", "str"),
+    ("tok", "tokens", "int"),
+    ("ag", "agent", "str"),
+)
 
 
-def _png_base64(fig: object) -> str:
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=100)  # type: ignore[attr-defined]
-    plt.close(fig)  # type: ignore[arg-type]
-    return base64.b64encode(buffer.getvalue()).decode("ascii")
+class _Strings:
+    """An interned string table: each distinct text is stored once, steps hold its index."""
+
+    def __init__(self) -> None:
+        self.items: list[str] = []
+        self._index: dict[str, int] = {}
+
+    def __call__(self, text: object) -> int | None:
+        if text is None:
+            return None
+        s = str(text)
+        if s not in self._index:
+            self._index[s] = len(self.items)
+            self.items.append(s)
+        return self._index[s]
+
+
+def _num(value: object, digits: int = 3) -> float | None:
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        return None
+    if math.isnan(value) or math.isinf(value):
+        return None
+    return round(float(value), digits)
+
+
+def _key(row: dict[str, Any]) -> str:
+    c, e, t, a = episode_key(row)
+    return f"{c}|{e}|{t}|{a}"
+
+
+def trace_data(path: Path) -> dict[str, Any]:
+    """Every episode and its steps as compact columns with one shared string table.
+
+    Args:
+        path: The run directory.
+
+    Returns:
+        ``strings`` (the table), ``episodes`` (one list per episode: key, outcome
+        index, success, steps, tokens, simulated seconds) and ``traces`` (per
+        episode key, one list per ``_STEP_COLUMNS`` key, and ``terms`` per name).
+    """
+    strings = _Strings()
+    episodes = []
+    for row in iter_episodes(path):
+        episodes.append(
+            [
+                _key(row),
+                strings(row.get("outcome")),
+                1 if row.get("success") else 0,
+                row.get("steps"),
+                row.get("tokens"),
+                _num(row.get("sim_seconds"), 1),
+            ]
+        )
+    traces: dict[str, dict[str, Any]] = {}
+    for row in iter_steps(path):
+        trace = traces.setdefault(_key(row), {k: [] for k, _, _ in _STEP_COLUMNS} | {"terms": {}})
+        n = len(trace["st"])
+        for short, name, kind in _STEP_COLUMNS:
+            value = row.get(name)
+            if kind == "str":
+                trace[short].append(strings(value))
+            elif kind == "num":
+                trace[short].append(_num(value))
+            else:
+                trace[short].append(value)
+        for name, value in (row.get("terms") or {}).items():
+            column = trace["terms"].setdefault(name, [None] * n)
+            column.append(_num(value))
+        for column in trace["terms"].values():
+            column.extend([None] * (n + 1 - len(column)))
+    return {"strings": strings.items, "episodes": episodes, "traces": traces}
+
+
+def replay_data(path: Path) -> dict[str, list[dict[str, Any]]]:
+    """Per recorded episode key, what each replayed controller would have done.
+
+    ``opar-sim replay`` writes ``replay_<controller>.jsonl`` into the run directory:
+    one verdict per recorded episode with the step of the first disagreement.
+    """
+    out: dict[str, list[dict[str, Any]]] = {}
+    for file in sorted(path.glob(REPLAY_GLOB)):
+        controller = file.stem.removeprefix("replay_")
+        for row in read_jsonl(file):
+            key = f"{row['recorded_controller']}|{row['episode']}|1|1"
+            out.setdefault(key, []).append(
+                {
+                    "controller": controller,
+                    "verdict": row.get("verdict"),
+                    "at_step": row.get("at_step"),
+                    "outcome": row.get("outcome"),
+                }
+            )
+    return out
+
+
+def _git_commit() -> str | None:
+    """The commit of the opar-sim checkout this code runs from, when it is one."""
+    root = Path(opar_sim.__file__).resolve().parent.parent
+    try:
+        done = subprocess.run(
+            ["git", "-C", str(root), "rev-parse", "--short=12", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if done.returncode != 0:
+        return None
+    dirty = subprocess.run(
+        ["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+        capture_output=True,
+        text=True,
+        timeout=5,
+        check=False,
+    )
+    return done.stdout.strip() + (" (with uncommitted changes)" if dirty.stdout.strip() else "")
+
+
+def _without_none(value: Any) -> Any:
+    """``value`` with every None dropped (TOML has no null)."""
+    if isinstance(value, dict):
+        return {k: _without_none(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_without_none(v) for v in value if v is not None]
+    return value
+
+
+def spec_toml(analysis: RunAnalysis) -> str:
+    """The run's spec as TOML (what ``run`` reads back); unset (null) keys are left out.
+
+    Raises:
+        SystemExit: via the caller when ``tomli-w`` is missing (it is a dependency).
+    """
+    import tomli_w
+
+    if analysis.spec is None:
+        return ""
+    return tomli_w.dumps(_without_none(analysis.spec.model_dump(mode="json")))
+
+
+_SVG_ROOT = re.compile(r"<svg\b[^>]*>")
+
+
+def inline_svg(text: str, prefix: str) -> str:
+    """An SVG file's text made embeddable: no XML prologue, ids prefixed, width from the page.
+
+    matplotlib names clip paths and glyphs with ids that repeat across figures;
+    the prefix keeps each figure's references to its own.
+    """
+    start = text.find("<svg")
+    body = text[start:] if start >= 0 else text
+    body = re.sub(r'\bid="([^"]+)"', lambda m: f'id="{prefix}-{m.group(1)}"', body)
+    body = body.replace("url(#", f"url(#{prefix}-").replace('href="#', f'href="#{prefix}-')
+
+    def root(match: re.Match[str]) -> str:
+        tag = re.sub(r'\s(width|height)="[^"]*"', "", match.group(0))
+        return tag.replace("<svg", f'<svg class="fig" data-fig="{prefix}"', 1)
+
+    return _SVG_ROOT.sub(root, body, count=1)
+
+
+def figure_svgs(
+    analysis: RunAnalysis, *, controller: str | None = None, episode: int | None = None
+) -> tuple[dict[str, str], dict[str, Any], bool]:
+    """The run's figures as SVG text, with their index; drawn only when not already there.
+
+    Returns:
+        (SVG text per figure stem, the figure index, whether they were drawn now).
+    """
+    folder = analysis.path / FIGURE_DIR
+    options = {"controller": controller, "episode": episode}
+    index = read_index(folder)
+    steps = analysis.path / "steps.jsonl"
+
+    def fresh(ix: dict[str, Any] | None) -> bool:
+        if ix is None or ix.get("options") != options:
+            return False
+        files = [folder / f"{stem}.svg" for stem in ix.get("figures", [])]
+        if not files or not all(f.is_file() for f in files):
+            return False
+        return not steps.is_file() or min(f.stat().st_mtime for f in files) >= (
+            steps.stat().st_mtime
+        )
+
+    drawn = False
+    if not fresh(index):
+        write_figures(analysis, folder, controller=controller, episode=episode)
+        index = read_index(folder)
+        drawn = True
+    assert index is not None
+    svgs = {stem: (folder / f"{stem}.svg").read_text("utf-8") for stem in index.get("figures", [])}
+    return svgs, index, drawn
+
+
+def _metrics(analysis: RunAnalysis) -> dict[str, dict[str, Any]]:
+    out = {}
+    for name, m in analysis.controllers.items():
+        replan, band = thresholds(analysis, name)
+        out[name] = {
+            "n": m.episodes,
+            "success": _num(m.success.rate, 4),
+            "low": _num(m.success.low, 4),
+            "high": _num(m.success.high, 4),
+            "tokens": _num(m.tokens.mean, 0),
+            "steps": _num(m.steps.mean, 2),
+            "replans": _num(m.replans.mean, 2),
+            "premature": _num(m.premature_share, 4),
+            "replan_threshold": replan,
+            "settle_band": band,
+        }
+    return out
+
+
+def _json_script(element_id: str, data: Any) -> str:
+    text = orjson.dumps(data).decode().replace("</", "<\\/")
+    return f"<script type='application/json' id='{element_id}'>{text}</script>"
+
+
+def _table_html(tables: Iterable[Any]) -> str:
+    return "".join(f"<div class='table'>{t.to_html()}</div>" for t in tables)
 
 
 def render_report(
-    analysis: RunAnalysis, *, controller: str | None = None, episode: int | None = None
+    analysis: RunAnalysis,
+    *,
+    controller: str | None = None,
+    episode: int | None = None,
+    now: dt.datetime | None = None,
 ) -> str:
-    """The HTML text of the report."""
+    """The HTML text of the report.
+
+    Args:
+        analysis: The run's analysis.
+        controller: The controller of the PID-terms figure (see ``build_figures``).
+        episode: The episode of the PID-terms figure.
+        now: The date written in the header (default: now, UTC).
+
+    Returns:
+        One self-contained HTML document.
+    """
     spec = analysis.spec
     name = spec.name if spec is not None else analysis.path.name
+    when = (now or dt.datetime.now(dt.UTC)).strftime("%Y-%m-%d %H:%M UTC")
+    commit = _git_commit()
+    names = list(analysis.controllers)
+    colors = {n: to_hex(c) for n, c in controller_colors(names).items()}
+    svgs, index, _ = figure_svgs(analysis, controller=controller, episode=episode)
+    data = {
+        "controllers": names,
+        "colors": colors,
+        "metrics": _metrics(analysis),
+        "raster": index.get("raster", {}),
+        "replays": replay_data(analysis.path),
+        **trace_data(analysis.path),
+    }
+    meta = [
+        ("opar-sim", opar_sim.__version__),
+        ("commit", commit or "unknown (not run from a git checkout)"),
+        ("report written", when),
+        ("run directory", str(analysis.path.resolve())),
+    ]
     parts = [
         "<!DOCTYPE html>",
         "<html lang='en'><head><meta charset='utf-8'>",
+        "<meta name='viewport' content='width=device-width, initial-scale=1'>",
         f"<title>opar-sim report: {html.escape(name)}</title>",
         f"<style>{STYLE}</style></head><body>",
-        f"<h1>opar-sim report: {html.escape(name)}</h1>",
+        f"<header><h1>opar-sim report: {html.escape(name)}</h1><dl class='meta'>",
+        *(f"<dt>{html.escape(k)}</dt><dd><code>{html.escape(v)}</code></dd>" for k, v in meta),
+        "</dl>",
     ]
     if spec is not None:
         controllers = ", ".join(c.name for c in spec.controller_list())
@@ -79,28 +350,48 @@ def render_report(
             f"common seeds (seed {spec.seed}); limits: {spec.limits.max_steps} steps, "
             f"{spec.limits.time_budget:g} simulated s, {spec.limits.token_budget:,} tokens.</p>"
         )
+    parts.append("</header>")
+    parts.append(
+        "<nav id='legend' aria-label='controllers'><span>controllers (click to hide or "
+        "show in every figure):</span></nav>"
+    )
     parts.append("<h2>Results</h2>")
-    for table in (
-        comparison_table(analysis),
-        response_table(analysis),
-        outcome_table(analysis_outcomes(analysis)),
-    ):
-        parts.append(table.to_html())
-    parts.append("<h2>Figures</h2>")
-    figures = build_figures(analysis, controller=controller, episode=episode).figures
-    for stem, fig in figures.items():
-        data = _png_base64(fig)
-        caption = html.escape(CAPTIONS.get(stem, stem))
-        parts.append(
-            f"<figure id='{stem}'><img alt='{stem}' src='data:image/png;base64,{data}'>"
-            f"<figcaption>{caption}</figcaption></figure>"
+    parts.append(
+        "<p class='hint'>Hover a row of the comparison to find the controller in the "
+        "Pareto plot; click it to jump there.</p>"
+    )
+    parts.append(
+        _table_html(
+            (
+                comparison_table(analysis),
+                response_table(analysis),
+                outcome_table(analysis_outcomes(analysis)),
+            )
         )
+    )
+    parts.append("<h2>Figures</h2>")
+    for stem, svg in svgs.items():
+        caption = index.get("captions", {}).get(stem) or CAPTIONS.get(stem, stem)
+        parts.append(
+            f"<figure id='fig-{stem}'>{inline_svg(svg, stem)}"
+            f"<figcaption><b>{html.escape(stem)}.</b> {html.escape(caption)}</figcaption>"
+            "</figure>"
+        )
+    parts.append(
+        "<h2 id='episodes'>Episodes</h2><p class='hint'>Click an episode (here or a row of "
+        "the signal raster) to open its trace.</p><div id='episode-filter'></div>"
+        "<div id='episode-list' class='scroll'></div>"
+        "<h2 id='trace-title'>Episode trace</h2><div id='trace'><p class='hint'>No episode "
+        "chosen yet.</p></div>"
+    )
     parts.append("<h2>The spec</h2>")
     if spec is not None:
-        parts.append(f"<pre>{html.escape(spec.model_dump_json(indent=2), quote=False)}</pre>")
+        parts.append(f"<pre id='spec'>{html.escape(spec_toml(analysis), quote=False)}</pre>")
     else:
         parts.append("<p>spec.json is missing or unreadable.</p>")
-    parts.append(f"<h2>Run directory</h2><p><code>{html.escape(str(analysis.path))}</code></p>")
+    parts.append("<div id='tip' role='tooltip'></div>")
+    parts.append(_json_script("report-data", data))
+    parts.append(f"<script>{SCRIPT}</script>")
     parts.append("</body></html>\n")
     return "\n".join(parts)
 
@@ -115,7 +406,8 @@ def write_report(
     """Write the report to ``out``; return the path.
 
     The page holds the comparison, step-response and outcome tables, every
-    figure as an embedded PNG, and the spec.
+    figure as inline SVG (the ones under RUNDIR/figures, drawn first if absent),
+    every episode's trace, and the spec as TOML.
 
     Args:
         analysis: The run's analysis.

@@ -121,7 +121,8 @@ def comparison_table(analysis: RunAnalysis) -> TextTable:
         what = "pass^4: needs a spec with trials >= 4 (repeated runs of each world); – here"
     notes = [
         f"n: episodes (every trial of every world); success: Wilson 95% interval; {what}",
-        "steps, tokens, replans: means per episode (REPLAN decisions)",
+        "steps, tokens, replans: means per episode (replans: REPLAN decisions that made a new "
+        "plan, the count of summary.json)",
         f"thrash: share of REPLANs within {k} steps of the previous one; cycles: episodes "
         "with an action cycle (a→b→a→b, ...); premature: episodes stopped before the task "
         "was done",

@@ -192,6 +192,9 @@ class Cost:
     sim_seconds: float = 0.0
     tool_calls: int = 0
     replans: int = 0
+    # LLM agents only: the measured wall seconds of the model calls, beside the simulated
+    # seconds (which come from token counts); None for agents that call no real model
+    wall_seconds: float | None = None
 
     @property
     def tokens(self) -> int:

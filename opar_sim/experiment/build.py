@@ -73,8 +73,15 @@ def load_spec(path: str | Path) -> ExperimentSpec:
             component's own checks.
     """
     p = Path(path)
+    if p.is_dir():
+        specs = sorted(q.name for q in p.glob("*.toml"))
+        hint = f" (it holds {', '.join(specs[:3])}{', ...' if len(specs) > 3 else ''})"
+        raise SpecError(
+            f"{p} is a directory, not a spec file: give a TOML spec"
+            + (hint if specs else ", e.g. experiments/flight_booking.toml")
+        )
     if not p.is_file():
-        raise SpecError(f"spec not found: {p}")
+        raise SpecError(f"spec not found: {p} (no such file)")
     try:
         data = tomllib.loads(p.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as exc:

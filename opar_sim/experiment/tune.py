@@ -245,8 +245,12 @@ def executor_evaluate(
     executor: Executor,
     parallelism: int,
     parse: Callable[[dict[str, Any]], Any],
+    on_progress: Callable[[int], None] | None = None,
 ) -> Evaluate:
-    """An ``Evaluate`` that runs episodes on ``executor`` without writing files."""
+    """An ``Evaluate`` that runs episodes on ``executor`` without writing files.
+
+    ``on_progress`` is called with the episodes each finished chunk adds.
+    """
 
     def evaluate(params: dict[str, float] | None, episodes: int, seed: int) -> list[dict[str, Any]]:
         data = apply_params(base, params or {})
@@ -255,6 +259,13 @@ def executor_evaluate(
         data.pop("tune", None)
         spec = parse(data)
         chunks = plan_chunks(spec, parallelism=parallelism, with_steps=False)
-        return rows_of(r.episodes for r in run_in_order(executor, chunks, 2 * parallelism + 1))
+        results = run_in_order(executor, chunks, 2 * parallelism + 1)
+        if on_progress is None:
+            return rows_of(r.episodes for r in results)
+        texts = []
+        for r in results:
+            texts.append(r.episodes)
+            on_progress(r.chunk.stop - r.chunk.start)
+        return rows_of(iter(texts))
 
     return evaluate

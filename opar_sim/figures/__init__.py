@@ -6,15 +6,17 @@ analysis (``opar_sim.analysis.run.analyze``) without rerunning anything.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
 
 import controllers
 from opar_sim.analysis.run import RunAnalysis
-from opar_sim.experiment.rundir import EpisodeTrace, find_trace
+from opar_sim.core.controller import TruthReader
+from opar_sim.experiment.rundir import EpisodeTrace, find_trace, read_json, write_json
 from opar_sim.figures.convergence import convergence_figure
 from opar_sim.figures.outcomes import outcomes_figure, pareto_figure
 from opar_sim.figures.signals import (
@@ -28,8 +30,35 @@ from opar_sim.figures.style import save
 
 FIGURE_DIR = "figures"
 
+CAPTIONS = {
+    "convergence": "One row per controller. Solid: median true (hidden) progress p, shaded: "
+    "its interquartile band; dashed: the median of the agent's own estimate δ_task; left "
+    "against loop iterations, right against simulated seconds. An episode that has ended is "
+    "held at its final value. Where the dashed line runs above the solid one the agent "
+    "believes it is further along than it is.",
+    "signals": "Each row is an episode (the first 40 per controller), each column a loop "
+    "iteration, coloured by the Reflect decision. Dense REPLAN stripes are thrashing (a relay "
+    "limit cycle); an early TERMINATE in an episode that failed is a premature stop. Click a "
+    "row to open that episode's trace.",
+    "pid_terms": "One episode of a controller with an effort term: the error it saw "
+    "(1 − δ_task) and the true error 1 − p (top, 0–1); P, I, D and the effort u against the "
+    "REPLAN threshold (bottom, dimensionless).",
+    "phase": "The estimated error e = 1 − δ_task (0–1) against its change Δe per loop "
+    "iteration. Grey: density of all steps; thin arrows: single episodes from a green start "
+    "to a black cross; thick arrows: the median path. Converging loops run into the origin, "
+    "oscillating ones circle.",
+    "outcomes": "Outcomes judged from the hidden ground truth, as a share of episodes (%).",
+    "pareto": "Mean tokens per episode (cost) against success rate (%), with 95 % intervals. "
+    "The ringed controllers form the achievable front: no other real law beats them on both. "
+    "A controller that reads the hidden state (the oracle, hollow star) is drawn apart and "
+    "left out of the front.",
+}
+"""One caption line per figure, shown under it in the report."""
+
 __all__ = [
+    "CAPTIONS",
     "FIGURE_DIR",
+    "INDEX_FILE",
     "FigureSet",
     "build_figures",
     "convergence_figure",
@@ -38,15 +67,29 @@ __all__ = [
     "phase_figure",
     "pid_terms_figure",
     "raster_figure",
+    "read_index",
+    "reads_truth",
+    "thresholds",
     "write_figures",
 ]
 
 
+INDEX_FILE = "figures.json"
+"""Beside the figures: what the report needs to make them interactive (raster rows and boxes)."""
+
+
 @dataclass
 class FigureSet:
-    """The figures of one run, by file stem."""
+    """The figures of one run, by file stem, and what the report needs to read them.
+
+    ``rows`` holds, per controller, the (episode, trial, attempt) of each row of
+    the signal raster, top to bottom; ``save`` adds each raster panel's box in
+    figure fractions (x0, y0, width, height) and writes both to ``INDEX_FILE``.
+    """
 
     figures: dict[str, Figure]
+    rows: dict[str, list[list[int]]] = field(default_factory=dict)
+    options: dict[str, Any] = field(default_factory=dict)
 
     def close(self) -> None:
         """Release the figures (pyplot keeps every open figure alive)."""
@@ -57,20 +100,45 @@ class FigureSet:
         """Save every figure as PNG and SVG under ``out``; return the paths."""
         out.mkdir(parents=True, exist_ok=True)
         paths: list[str] = []
+        boxes: dict[str, list[float]] = {}
         for stem, fig in self.figures.items():
-            paths += save(fig, str(out / stem), svg=True)
+            paths += save(fig, str(out / stem), svg=True)  # drawn: the layout is final
+            for ax in fig.axes:
+                gid = ax.get_gid() or ""
+                if gid.startswith("raster--"):
+                    boxes[gid.removeprefix("raster--")] = [
+                        round(float(v), 5) for v in ax.get_position().bounds
+                    ]
+        index = {
+            "figures": list(self.figures),
+            "captions": {stem: CAPTIONS.get(stem, "") for stem in self.figures},
+            "raster": {n: {"rows": r, "box": boxes.get(n)} for n, r in self.rows.items()},
+            "options": self.options,
+        }
+        write_json(out / INDEX_FILE, index)
         return paths
 
 
-def _thresholds(analysis: RunAnalysis, name: str) -> tuple[float | None, float | None]:
-    """The REPLAN threshold and settle band of controller ``name`` as the run configured it."""
-    params: dict[str, object] = {}
+def reads_truth(analysis: RunAnalysis, name: str) -> bool:
+    """Whether controller ``name`` reads the hidden state (the oracle): no real law can."""
+    try:
+        return isinstance(controllers.make(name, **_params(analysis, name)), TruthReader)
+    except ValueError:
+        return name == "oracle"
+
+
+def _params(analysis: RunAnalysis, name: str) -> dict[str, object]:
     if analysis.spec is not None:
         for c in analysis.spec.controller_list():
             if c.name == name:
-                params = dict(c.params)
+                return dict(c.params)
+    return {}
+
+
+def thresholds(analysis: RunAnalysis, name: str) -> tuple[float | None, float | None]:
+    """The REPLAN threshold and settle band of controller ``name`` as the run configured it."""
     try:
-        made = controllers.make(name, **params)
+        made = controllers.make(name, **_params(analysis, name))
     except ValueError:
         return None, None
     replan = getattr(made, "replan_threshold", None)
@@ -132,18 +200,36 @@ def build_figures(
         "outcomes": outcomes_figure(
             analysis.controllers, f"{name}: outcomes ({n} episodes per controller)"
         ),
-        "pareto": pareto_figure(analysis.controllers, f"{name}: cost against success"),
+        "pareto": pareto_figure(
+            analysis.controllers,
+            f"{name}: cost against success",
+            [c for c in analysis.controllers if reads_truth(analysis, c)],
+        ),
+    }
+    rows = {
+        c: [[t.episode, t.trial, t.attempt] for t in list(ts)[:RASTER_EPISODES]]
+        for c, ts in analysis.traces.items()
+        if ts
     }
     trace = _pid_episode(analysis, controller, episode)
     if trace is not None:
-        replan, band = _thresholds(analysis, trace.controller)
+        replan, band = thresholds(analysis, trace.controller)
         figs["pid_terms"] = pid_terms_figure(
             trace,
             replan,
             band,
             f"{name}: {trace.controller} terms, episode {trace.episode}",
         )
-    return FigureSet(figs)
+    return FigureSet(figs, rows, {"controller": controller, "episode": episode})
+
+
+def read_index(figure_dir: Path) -> dict[str, Any] | None:
+    """The figure directory's ``INDEX_FILE``, or None when it is absent or unreadable."""
+    try:
+        index = read_json(figure_dir / INDEX_FILE)
+    except (OSError, ValueError):
+        return None
+    return index if isinstance(index, dict) else None
 
 
 def _kept(analysis: RunAnalysis) -> int:

@@ -8,6 +8,8 @@ from typing import Any
 import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
+from matplotlib.patches import Patch
+from matplotlib.ticker import MaxNLocator
 
 from opar_sim.experiment.rundir import EpisodeTrace
 from opar_sim.figures.style import controller_colors, new_figure, padded
@@ -22,9 +24,15 @@ def held_on_grid(times: np.ndarray, values: np.ndarray, grid: np.ndarray) -> np.
     return np.asarray(out, float)
 
 
+HOLD_RULE = (
+    "an episode that has ended is held at its final value, so each panel shows where "
+    "all of its episodes stand"
+)
+
+
 def _band(ax: Any, x: np.ndarray, rows: np.ndarray, color: str, estimate: np.ndarray) -> None:
     q25, med, q75 = np.percentile(rows, [25, 50, 75], axis=0)
-    ax.fill_between(x, q25, q75, color=color, alpha=0.18, linewidth=0)
+    ax.fill_between(x, q25, q75, color=color, alpha=0.22, linewidth=0)
     ax.plot(x, med, color=color, lw=2)
     ax.plot(x, np.median(estimate, axis=0), color=color, lw=1.4, ls="--")
 
@@ -32,9 +40,10 @@ def _band(ax: Any, x: np.ndarray, rows: np.ndarray, color: str, estimate: np.nda
 def convergence_figure(traces: Mapping[str, Sequence[EpisodeTrace]], title: str) -> Figure:
     """Median true progress with its interquartile band, and the median estimate δ_task.
 
-    Left against the loop iteration, right against simulated seconds; an
-    episode that ended keeps its final value, so each curve shows where the
-    population of episodes stands.
+    One row of panels per controller (bands never overlap another controller's),
+    left against the loop iteration, right against simulated seconds, every row on
+    the same axes.  An episode that ended keeps its final value (``HOLD_RULE``,
+    written on the figure), so each curve shows where the population stands.
 
     Args:
         traces: Per controller, the kept episodes' trajectories.
@@ -43,15 +52,17 @@ def convergence_figure(traces: Mapping[str, Sequence[EpisodeTrace]], title: str)
     Returns:
         The figure, not yet saved (``style.save`` writes it).
     """
-    fig, (by_step, by_time) = new_figure(1, 2, figsize=(12, 4.8))
+    names = [n for n, ts in traces.items() if any(len(t) for t in ts)]
+    rows = max(len(names), 1)
+    fig, axes = new_figure(
+        rows, 2, figsize=(12, 1.4 + 2.1 * rows), sharex="col", sharey=True, squeeze=False
+    )
     colors = controller_colors(list(traces))
     t_end = max((float(t.time[-1]) for ts in traces.values() for t in ts if len(t)), default=1.0)
     grid = np.linspace(0.0, t_end, TIME_POINTS)
-    handles: list[Line2D] = []
-    for name, eps in traces.items():
-        eps = [t for t in eps if len(t)]
-        if not eps:
-            continue
+    for row, name in enumerate(names):
+        by_step, by_time = axes[row]
+        eps = [t for t in traces[name] if len(t)]
         color = colors[name]
         estimates = [np.nan_to_num(t.estimate, nan=0.0) for t in eps]
         true = padded([t.progress for t in eps])
@@ -62,20 +73,23 @@ def convergence_figure(traces: Mapping[str, Sequence[EpisodeTrace]], title: str)
             [held_on_grid(t.time, e, grid) for t, e in zip(eps, estimates, strict=True)]
         )
         _band(by_time, grid, true_t, color, est_t)
-        handles.append(Line2D([], [], color=color, lw=6, alpha=0.5, label=f"{name} (n={len(eps)})"))
-    handles += [
-        Line2D([], [], color="0.2", lw=2, label="true progress p: median, IQR band"),
-        Line2D([], [], color="0.2", lw=1.4, ls="--", label="agent's estimate δ_task: median"),
-    ]
-    for ax in (by_step, by_time):
+        by_step.set_gid(f"ctl--{name}--conv-step")
+        by_time.set_gid(f"ctl--{name}--conv-time")
+        by_step.set_ylabel(f"{name} (n={len(eps)})\nprogress (0–1)", fontsize=9)
+    for ax in axes.ravel():
         ax.axhline(1.0, color="0.4", lw=0.8, ls=":")
         ax.set_ylim(-0.02, 1.05)
-        ax.set_ylabel("progress toward the goal (0–1)")
         ax.grid(alpha=0.3)
-    by_step.set_xlabel("loop iteration (step)")
-    by_step.set_title("against loop iterations")
-    by_time.set_xlabel("simulated time (s)")
-    by_time.set_title("against simulated time")
-    fig.suptitle(title)
-    fig.legend(handles=handles, loc="outside lower center", ncols=min(len(handles), 4), fontsize=8)
+    axes[-1][0].set_xlabel("loop iteration (step)")
+    axes[-1][0].xaxis.set_major_locator(MaxNLocator(integer=True))
+    axes[-1][1].set_xlabel("simulated time (s)")
+    axes[0][0].set_title("against loop iterations", fontsize=10)
+    axes[0][1].set_title("against simulated time", fontsize=10)
+    handles = [
+        Line2D([], [], color="0.2", lw=2, label="true progress p (hidden): median"),
+        Patch(color="0.2", alpha=0.22, label="p: interquartile band"),
+        Line2D([], [], color="0.2", lw=1.4, ls="--", label="agent's estimate δ_task: median"),
+    ]
+    fig.suptitle(f"{title}\n{HOLD_RULE}", fontsize=11)
+    fig.legend(handles=handles, loc="outside lower center", ncols=3, fontsize=8)
     return fig

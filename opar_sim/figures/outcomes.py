@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -38,12 +38,14 @@ def outcomes_figure(metrics: Mapping[str, ControllerMetrics], title: str) -> Fig
             edgecolor="white",
             linewidth=0.6,
         )
+        for name, patch in zip(names, bars.patches, strict=True):
+            patch.set_gid(f"ctl--{name}--outcome-{kind}")
         labels = [f"{s:.0%}" if s >= 0.06 else "" for s in share]
         ax.bar_label(bars, labels=labels, label_type="center", fontsize=8)
         left += share
     ax.set_xlim(0, 1)
     ax.invert_yaxis()
-    ax.set_xlabel("share of episodes")
+    ax.set_xlabel("share of episodes (%)")
     ax.xaxis.set_major_formatter("{x:.0%}")
     ax.set_title(title)
     fig.legend(loc="outside lower center", ncols=min(len(kinds), 5), fontsize=8)
@@ -64,12 +66,34 @@ def pareto_front(costs: Sequence[float], successes: Sequence[float]) -> list[int
     return sorted(front, key=lambda i: costs[i])
 
 
-def pareto_figure(metrics: Mapping[str, ControllerMetrics], title: str) -> Figure:
+def achievable_front(
+    names: Sequence[str],
+    costs: Sequence[float],
+    successes: Sequence[float],
+    oracles: Collection[str] = (),
+) -> list[int]:
+    """The Pareto front (``pareto_front``) of the controllers not in ``oracles``, by cost.
+
+    A law that reads the hidden state is no point a real controller can reach, so
+    it neither joins the front nor pushes a real law off it.
+    """
+    real = [i for i, n in enumerate(names) if n not in oracles]
+    return [real[i] for i in pareto_front([costs[i] for i in real], [successes[i] for i in real])]
+
+
+def pareto_figure(
+    metrics: Mapping[str, ControllerMetrics], title: str, oracles: Collection[str] = ()
+) -> Figure:
     """Mean tokens per episode against success rate, with 95 % intervals and the Pareto front.
+
+    A controller in ``oracles`` reads the hidden state no real law can see: it is
+    drawn apart (a hollow star, "not achievable") and left out of the front, so the
+    front is the best a real law achieved.
 
     Args:
         metrics: The run's per-controller metrics, in run order.
         title: The figure's title.
+        oracles: The controllers that read the hidden state.
 
     Returns:
         The figure, not yet saved (``style.save`` writes it).
@@ -81,18 +105,24 @@ def pareto_figure(metrics: Mapping[str, ControllerMetrics], title: str) -> Figur
     fig, ax = new_figure(1, 1, figsize=(8, 5))
     for n, c, s in zip(names, cost, success, strict=True):
         m = metrics[n]
-        ax.errorbar(
+        oracle = n in oracles
+        bars = ax.errorbar(
             c,
             s,
             xerr=[[c - m.tokens.low], [m.tokens.high - c]],
             yerr=[[s - m.success.low], [m.success.high - s]],
-            fmt="o",
+            fmt="*" if oracle else "o",
             color=colors[n],
-            ms=8,
+            mfc="white" if oracle else colors[n],
+            ms=13 if oracle else 8,
             capsize=3,
-            label=n,
+            ls="none",
+            alpha=0.6 if oracle else 1.0,
+            label=f"{n} (reads hidden state: not achievable)" if oracle else n,
         )
-    front = pareto_front(cost, success)
+        for k, artist in enumerate([*bars.lines[:1], *bars.lines[1], *bars.lines[2]]):
+            artist.set_gid(f"ctl--{n}--pareto-{k}")
+    front = achievable_front(names, cost, success, oracles)
     ax.step(
         [cost[i] for i in front],
         [success[i] for i in front],
@@ -109,12 +139,12 @@ def pareto_figure(metrics: Mapping[str, ControllerMetrics], title: str) -> Figur
         ms=16,
         mfc="none",
         mec="0.2",
-        label="Pareto front (not beaten on both)",
+        label="achievable Pareto front (oracle excluded)" if oracles else "Pareto front",
     )
     ax.margins(x=0.15, y=0.12)
     _label_points(ax, names, cost, success)
-    ax.set_xlabel("mean tokens per episode (cost)")
-    ax.set_ylabel("success rate (Wilson 95 % interval)")
+    ax.set_xlabel("mean tokens per episode (tokens; cost)")
+    ax.set_ylabel("success rate (% of episodes; Wilson 95 % interval)")
     ax.yaxis.set_major_formatter("{x:.0%}")
     ax.xaxis.set_major_formatter("{x:,.0f}")
     ax.grid(alpha=0.3)

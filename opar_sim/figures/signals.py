@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 from matplotlib.colors import ListedColormap
@@ -59,7 +60,8 @@ def raster_figure(traces: Mapping[str, Sequence[EpisodeTrace]], title: str) -> F
             interpolation="nearest",
             extent=(0.5, width + 0.5, len(shown) - 0.5, -0.5),
         )
-        ax.set_ylabel(f"{name}\nepisode", fontsize=9)
+        ax.set_ylabel(f"{name}\nepisode (row)", fontsize=9)
+        ax.set_gid(f"raster--{name}")
     axes[-1].set_xlabel("loop iteration (step)")
     axes[-1].xaxis.set_major_locator(MaxNLocator(integer=True))
     handles = [Patch(color=c, label=s.upper()) for s, c in SIGNAL_COLORS.items()]
@@ -150,14 +152,66 @@ def pid_terms_figure(
     return fig
 
 
+def _phase_points(t: EpisodeTrace) -> tuple[np.ndarray, np.ndarray]:
+    """(e, Δe) per step of one episode: the estimated error and its change since the last step."""
+    e = np.concatenate(([1.0], 1.0 - np.nan_to_num(t.estimate)))
+    return e[1:], np.diff(e)
+
+
+def median_path(traces: Sequence[EpisodeTrace]) -> tuple[np.ndarray, np.ndarray]:
+    """The median (e, Δe) at each step over the episodes still running at that step.
+
+    Args:
+        traces: The episodes.
+
+    Returns:
+        Two arrays over steps 1, 2, ...; a step is kept while at least half of the
+        episodes are still running, so the tail is not the median of a few survivors.
+    """
+    points = [_phase_points(t) for t in traces if len(t)]
+    if not points:
+        return np.zeros(0), np.zeros(0)
+    length = max(len(e) for e, _ in points)
+    es, des = [], []
+    for k in range(length):
+        at = [(e[k], de[k]) for e, de in points if len(e) > k]
+        if 2 * len(at) < len(points):
+            break
+        es.append(float(np.median([a for a, _ in at])))
+        des.append(float(np.median([b for _, b in at])))
+    return np.array(es), np.array(des)
+
+
+def _arrows(ax: Any, x: np.ndarray, y: np.ndarray, color: str, alpha: float, width: float) -> None:
+    """Arrows from each point to the next: the direction of travel."""
+    if len(x) < 2:
+        return
+    ax.quiver(
+        x[:-1],
+        y[:-1],
+        np.diff(x),
+        np.diff(y),
+        angles="xy",
+        scale_units="xy",
+        scale=1,
+        color=color,
+        alpha=alpha,
+        width=width,
+        headwidth=4,
+        headlength=5,
+    )
+
+
 def phase_figure(traces: Mapping[str, Sequence[EpisodeTrace]], title: str) -> Figure:
     """The estimated error e against its trend Δe per step, one panel per controller.
 
-    A converging loop runs from (1, 0) into the origin; a thrashing one circles.
+    Grey hexagons: the density of every kept episode's steps; thin arrows: the
+    first ``PHASE_EPISODES`` episodes, from a green start to a black cross; thick
+    black arrows: the median path.  A converging loop runs from the right into the
+    origin; a thrashing one circles.
 
     Args:
-        traces: Per controller, the kept episodes' trajectories; the first ``PHASE_EPISODES``
-            of each are drawn.
+        traces: Per controller, the kept episodes' trajectories.
         title: The figure's title.
 
     Returns:
@@ -166,33 +220,63 @@ def phase_figure(traces: Mapping[str, Sequence[EpisodeTrace]], title: str) -> Fi
     names = [n for n, ts in traces.items() if ts]
     cols = min(3, max(len(names), 1))
     rows = math.ceil(max(len(names), 1) / cols)
-    fig, axes = new_figure(rows, cols, figsize=(4.2 * cols, 3.8 * rows + 0.4), sharey=True)
+    fig, axes = new_figure(
+        rows, cols, figsize=(4.4 * cols, 3.9 * rows + 0.6), sharex=True, sharey=True
+    )
     axes = np.atleast_1d(axes).ravel()
     colors = controller_colors(list(traces))
     for ax, name in zip(axes, names, strict=False):
-        for t in list(traces[name])[:PHASE_EPISODES]:
-            e = np.concatenate(([1.0], 1.0 - np.nan_to_num(t.estimate)))
-            de = np.diff(e)
-            ax.plot(e[1:], de, "-", color=colors[name], alpha=0.45, lw=1)
-            ax.plot(e[1:], de, ".", color=colors[name], alpha=0.6, ms=3)
-            ax.plot(e[-1], de[-1] if de.size else 0.0, "x", color="k", ms=5)
+        kept = [t for t in traces[name] if len(t)]
+        all_e = np.concatenate([_phase_points(t)[0] for t in kept]) if kept else np.zeros(0)
+        all_de = np.concatenate([_phase_points(t)[1] for t in kept]) if kept else np.zeros(0)
+        if all_e.size:
+            ax.hexbin(
+                all_e,
+                all_de,
+                gridsize=22,
+                cmap="Greys",
+                bins="log",
+                mincnt=1,
+                alpha=0.55,
+                extent=(-0.05, 1.05, -1.05, 1.05),
+                linewidths=0,
+            )
+        for t in kept[:PHASE_EPISODES]:
+            e, de = _phase_points(t)
+            _arrows(ax, e, de, colors[name], 0.55, 0.004)
+            ax.plot(e[0], de[0], "o", color="#31a354", ms=5, mec="white", mew=0.6)
+            ax.plot(e[-1], de[-1], "x", color="k", ms=5)
+        me, mde = median_path(kept)
+        _arrows(ax, me, mde, "k", 0.9, 0.009)
         ax.axhline(0, color="0.5", lw=0.6)
         ax.axvline(0, color="0.5", lw=0.6)
         ax.set_title(
-            f"{name} (first {min(PHASE_EPISODES, len(traces[name]))} episodes)", fontsize=10
+            f"{name} ({len(kept)} episodes; {min(PHASE_EPISODES, len(kept))} drawn)", fontsize=10
         )
+        ax.set_gid(f"ctl--{name}--phase")
         ax.grid(alpha=0.3)
     for ax in axes[len(names) :]:
         ax.set_visible(False)
     for ax in axes[: len(names)]:
         ax.set_xlim(-0.05, 1.05)
-        ax.set_xlabel("error e = 1 − δ_task")
+        ax.set_xlabel("error e = 1 − δ_task (0–1)")
         if ax.get_subplotspec().is_first_col():
-            ax.set_ylabel("error trend Δe per step")
-    fig.legend(
-        handles=[Line2D([], [], color="k", marker="x", ls="", label="where the episode ended")],
-        loc="outside lower center",
-        fontsize=8,
-    )
+            ax.set_ylabel("error trend Δe (per loop iteration)")
+    handles = [
+        Line2D([], [], color="#31a354", marker="o", ls="", label="first step"),
+        Line2D([], [], color="k", marker="x", ls="", label="last step"),
+        Line2D(
+            [],
+            [],
+            color="0.4",
+            marker=r"$\rightarrow$",
+            ls="",
+            ms=12,
+            label=f"one episode (first {PHASE_EPISODES})",
+        ),
+        Line2D([], [], color="k", lw=2.5, label="median path (while ≥ half still run)"),
+        Patch(color="0.6", label="density of all steps (log)"),
+    ]
+    fig.legend(handles=handles, loc="outside lower center", ncols=5, fontsize=8)
     fig.suptitle(title)
     return fig

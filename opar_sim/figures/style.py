@@ -26,7 +26,8 @@ _ERROR = ["#636363", "#969696", "#bdbdbd"]
 
 def new_figure(rows: int, cols: int, **kwargs: Any) -> tuple[Figure, Any]:
     """A figure with constrained layout (no overlapping labels) and its axes."""
-    fig, axes = plt.subplots(rows, cols, layout="constrained", squeeze=True, **kwargs)
+    kwargs.setdefault("squeeze", True)
+    fig, axes = plt.subplots(rows, cols, layout="constrained", **kwargs)
     return fig, axes
 
 

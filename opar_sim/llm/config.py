@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -33,6 +34,36 @@ class BackendSpec(BaseModel):
     threads: int | None = Field(
         None, ge=1, description="llama.cpp only: CPU threads (default: all)"
     )
+    tokens_per_second: float = Field(
+        20.0, gt=0, description="simulated generation speed: completion tokens per second"
+    )
+    prompt_tokens_per_second: float = Field(
+        400.0, gt=0, description="simulated prompt-reading speed: prompt tokens per second"
+    )
+
+    def speed(self) -> GenerationSpeed:
+        """The simulated speed of this model: what a call costs in simulated seconds."""
+        return GenerationSpeed(self.prompt_tokens_per_second, self.tokens_per_second)
+
+
+@dataclass(frozen=True, slots=True)
+class GenerationSpeed:
+    """Simulated seconds of a model call from its token counts (deterministic).
+
+    A call of ``p`` prompt and ``c`` completion tokens takes
+    ``p / prompt_tokens_per_second + c / tokens_per_second`` simulated seconds,
+    the same on any machine and under any load; the measured wall time is
+    recorded beside it, never used for the clock.
+    """
+
+    prompt_tokens_per_second: float = 400.0
+    tokens_per_second: float = 20.0
+
+    def seconds(self, prompt_tokens: int, completion_tokens: int) -> float:
+        """The simulated duration of a call with these token counts."""
+        return prompt_tokens / self.prompt_tokens_per_second + (
+            completion_tokens / self.tokens_per_second
+        )
 
 
 _LOADED: dict[str, LlamaCppBackend] = {}

@@ -61,10 +61,25 @@ def _history(history: Sequence[str], obs: Observation) -> str:
 
 
 def plan_messages(
-    system: Message, history: Sequence[str], obs: Observation, critique: str, max_steps: int
+    system: Message,
+    history: Sequence[str],
+    obs: Observation,
+    critique: str,
+    max_steps: int,
+    previous: Plan | None = None,
 ) -> list[Message]:
-    """Ask for a conditional plan of at most ``max_steps`` steps, showing the critique if any."""
+    """Ask for a conditional plan of at most ``max_steps`` steps, showing the critique if any.
+
+    With ``previous`` (a REPLAN) the request shows the plan being replaced and
+    asks for a different one.
+    """
     hint = f"\nCritique of the previous attempt: {critique}" if critique else ""
+    if previous is not None:
+        old = ", ".join(s.tool for s in previous.steps) or "(no steps)"
+        hint += (
+            f"\nThe controller rejected the current plan ({old}): it is not reaching the goal. "
+            "Make a NEW plan that addresses the critique; do not repeat the rejected one."
+        )
     example = '{"steps": [{"tool": "TOOL", "description": "why", "condition": "", "fallback": ""}]}'
     ask = (
         f"{_history(history, obs)}{hint}\n"

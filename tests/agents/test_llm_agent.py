@@ -9,17 +9,25 @@ import pytest
 
 import controllers
 import environments
-from opar_sim.agents.llm import LLMAgent, LLMAgentParams
+from opar_sim.agents.llm import LLMAgent, LLMAgentParams, progress_listener
 from opar_sim.core.limits import Limits
 from opar_sim.core.loop import run_episode
 from opar_sim.core.seeding import episode_seed
-from opar_sim.core.types import ControlSignal
+from opar_sim.core.types import ControlSignal, Decision
 from opar_sim.experiment.build import build, parse_spec
+from opar_sim.experiment.rundir.rows import episode_row
 from opar_sim.experiment.spec import SpecError
 from opar_sim.llm import BackendUnavailable, ScriptedBackend
+from opar_sim.llm.config import GenerationSpeed
 from opar_sim.llm.prompts import describe_tool
 from opar_sim.llm.schemas import action_schema
-from tests.agents.llm_fakes import Responder, action_reply, evaluation_reply, plan_reply
+from tests.agents.llm_fakes import (
+    Responder,
+    action_reply,
+    evaluation_reply,
+    phase_of,
+    plan_reply,
+)
 from tests.conftest import EXPERIMENTS
 
 QUIET = {"tools": {"failure_rate": 0.0, "latency_sigma": 0.0}}
@@ -66,11 +74,80 @@ def test_scripted_replies_drive_an_episode_to_success():
     assert all(r.expert for r in result.steps)
 
 
-def test_simulated_time_advances_by_the_backends_durations():
+def test_simulated_time_comes_from_token_counts_at_the_configured_speed():
+    # 100 prompt tokens at 400/s + 20 completion tokens at 20/s: 1.25 s per call, whatever
+    # the call measured (2 s here); the measured time is recorded beside it
     _, backend = scripted([WEATHER], [evaluation_reply(0.5)], seconds=2.0)
-    _, result = weather_episode(LLMAgent(backend), Limits(max_steps=1))
+    agent = LLMAgent(backend, speed=GenerationSpeed(400.0, 20.0))
+    _, result = weather_episode(agent, Limits(max_steps=1))
+    tool_latency = result.steps[0].result.latency
+    assert result.steps[0].time == pytest.approx(3 * 1.25 + tool_latency)
+    assert result.cost.wall_seconds == pytest.approx(3 * 2.0)
+    calls = agent.drain_calls()
+    assert [c["sim_seconds"] for c in calls] == [1.25, 1.25, 1.25]
+    assert [c["wall_seconds"] for c in calls] == [2.0, 2.0, 2.0]
+    assert episode_row(result)["wall_seconds"] == pytest.approx(6.0)
+
+
+def test_the_evaluator_runs_at_its_own_speed():
+    _, light = scripted([WEATHER], ["{}"], seconds=9.0)
+    _, strong = scripted(["{}"], [evaluation_reply(0.5)], seconds=9.0)
+    agent = LLMAgent(
+        light,
+        strong,
+        speed=GenerationSpeed(100.0, 10.0),
+        evaluator_speed=GenerationSpeed(50.0, 4.0),
+    )
+    _, result = weather_episode(agent, Limits(max_steps=1))
+    # plan and act: 100/100 + 20/10 = 3 s each; evaluate: 100/50 + 20/4 = 7 s
+    assert result.steps[0].time == pytest.approx(3 + 3 + 7 + result.steps[0].result.latency)
+
+
+def test_the_measured_clock_advances_by_the_backends_durations():
+    _, backend = scripted([WEATHER], [evaluation_reply(0.5)], seconds=2.0)
+    agent = LLMAgent(backend, params=LLMAgentParams(clock="measured"))
+    _, result = weather_episode(agent, Limits(max_steps=1))
     tool_latency = result.steps[0].result.latency
     assert result.steps[0].time == pytest.approx(3 * 2.0 + tool_latency)
+
+
+def test_a_simulated_agent_episode_row_has_no_wall_field():
+    task = environments.make("weather", **RAINY)
+    agent = build(parse_spec({"name": "x"})).make_agent()
+    result = run_episode(task, agent, controllers.make("threshold"), FOUR_STEPS, episode_seed(1, 0))
+    assert "wall_seconds" not in episode_row(result)
+
+
+class AlwaysReplan:
+    name = "always_replan"
+
+    def reset(self) -> None:
+        pass
+
+    def decide(self, evaluation, ctx):
+        return Decision(ControlSignal.REPLAN, "test: replan every step")
+
+
+def test_replan_asks_the_model_for_a_new_plan_with_the_critique_never_the_cache():
+    critique = evaluation_reply(0.3, critique="Paris was the wrong city")
+    responder, backend = scripted([WEATHER], [critique])
+    agent = LLMAgent(backend)
+    task = environments.make("weather", **RAINY)
+    for episode in (0, 1):
+        run_episode(task, agent, AlwaysReplan(), Limits(max_steps=3), episode_seed(1, episode))
+    # per episode: the first plan, then a new plan after each of the two enacted REPLANs;
+    # the second episode's first plan is the only cache hit
+    assert agent.cache_hits == 1
+    assert responder.phases.count("plan") == 3 + 2
+    plan_prompts = [
+        m[-1]["content"] for m, schema, _ in backend.requests if phase_of(schema) == "plan"
+    ]
+    first, *replans = plan_prompts
+    assert "rejected" not in first and "Critique" not in first
+    assert len(replans) == 4
+    for prompt in replans:
+        assert "Critique of the previous attempt: Paris was the wrong city" in prompt
+        assert "rejected the current plan (get_weather, advise)" in prompt
 
 
 def test_an_unknown_tool_is_an_invalid_action_and_never_executed():
@@ -218,3 +295,22 @@ def test_the_simulated_path_never_imports_an_llm_client():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_a_progress_listener_sees_every_phase_with_tokens_and_the_last_action():
+    _, backend = scripted([WEATHER, UMBRELLA], [evaluation_reply(0.5), evaluation_reply(1.0)])
+    events = []
+    with progress_listener(events.append):
+        weather_episode(LLMAgent(backend))
+    weather_episode(LLMAgent(backend))  # closed: no more events
+    assert [(e.episode_step, e.phase) for e in events] == [
+        (1, "plan"),
+        (1, "act"),
+        (1, "evaluate"),
+        (2, "act"),
+        (2, "evaluate"),
+    ]
+    assert [e.tokens for e in events] == [120, 240, 360, 480, 600]
+    assert events[1].last == "get_weather(city=Paris)"
+    assert events[2].last.startswith("get_weather(city=Paris) -> ok: ")
+    assert events[4].last.startswith("advise(umbrella=True) -> ")

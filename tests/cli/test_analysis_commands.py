@@ -18,7 +18,7 @@ from opar_sim.cli.main import main
 from opar_sim.cli.tables import comparison_table, response_table
 from opar_sim.experiment.build import load_spec, parse_spec
 from opar_sim.experiment.edit import with_overrides
-from opar_sim.experiment.rundir import iter_episodes, iter_traces
+from opar_sim.experiment.rundir import iter_episodes, iter_steps, iter_traces
 from opar_sim.experiment.runner import run_experiment
 from opar_sim.figures import build_figures
 from tests.conftest import SPEC
@@ -167,10 +167,52 @@ def test_report_is_one_self_contained_html_page(compared, tmp_path):
     assert main(["report", str(out), "--out", str(page)]) == 0
     text = page.read_text()
     assert text.startswith("<!DOCTYPE html>")
-    assert text.count("data:image/png;base64,") == len(FIGURES)
-    assert "src='http" not in text and "href=" not in text
+    assert text.count('<svg class="fig"') == len(FIGURES)  # inline vector figures
+    assert "<img" not in text  # no PNG figures (the raster's pixels sit inside its SVG)
+    assert "src=" not in text and 'href="http' not in text and "src='http" not in text
     assert "controllers compared" in text and "convergence and oscillation" in text
-    assert '"name": "flight_booking"' in text  # the spec
+    assert f"<code>{out.resolve()}</code>" in text  # the absolute run path
+    assert "opar-sim</dt>" in text and "commit</dt>" in text
+    assert 'name = "flight_booking"' in text  # the spec, as TOML
+
+
+def test_report_spec_is_toml_that_reads_back_as_the_same_spec(compared):
+    import tomllib
+
+    from opar_sim.cli.report import spec_toml
+
+    out, _ = compared
+    analysis = analyze(out)
+    assert parse_spec(tomllib.loads(spec_toml(analysis))) == analysis.spec
+
+
+def test_report_reuses_the_figures_compare_drew(compared):
+    from opar_sim.cli.report import figure_svgs
+
+    out, _ = compared
+    before = {p.name: p.stat().st_mtime_ns for p in (out / "figures").iterdir()}
+    svgs, index, drawn = figure_svgs(analyze(out))
+    assert not drawn and list(svgs) == list(FIGURES)
+    assert {p.name: p.stat().st_mtime_ns for p in (out / "figures").iterdir()} == before
+    assert set(index["raster"]) == {"pid", "threshold"}
+    # other options than the drawn ones: redrawn
+    _, _, drawn = figure_svgs(analyze(out), controller="pid", episode=3)
+    assert drawn
+
+
+def test_report_embeds_every_step_of_every_episode(compared):
+    from opar_sim.cli.report import trace_data
+
+    out, _ = compared
+    data = trace_data(out)
+    steps = list(iter_steps(out))
+    assert sum(len(t["st"]) for t in data["traces"].values()) == len(steps)
+    assert len(data["episodes"]) == len(list(iter_episodes(out)))
+    first = data["traces"]["pid|0|1|1"]
+    row = next(r for r in steps if r["controller"] == "pid" and r["episode"] == 0)
+    assert data["strings"][first["act"][0]] == row["action"]
+    assert first["d"][0] == round(row["delta_task"], 3)
+    assert first["terms"]["effort"][0] == round(row["terms"]["effort"], 3)
 
 
 class _Oracle(ThresholdReflector):

@@ -19,6 +19,9 @@ from tests.conftest import SPEC
 
 def test_confirm_2_raises_threshold_on_flight_booking_seed_0(tmp_path):
     base = with_overrides(load_spec(SPEC), seed=0, episodes=300, controller="threshold")
+    # Algorithm 2's thresholds as the OPAR document gives them (the defaults are re-fitted)
+    algorithm_2 = {"threshold_complete": 0.9, "threshold_drift": 0.6, "threshold_valid": 0.3}
+    base = apply_changes(base, {"controller.params": algorithm_2}, "test")
     confirmed = with_overrides(base, confirm=2)
     plain = run_experiment(base, tmp_path / "plain").summary["threshold"]
     held = run_experiment(confirmed, tmp_path / "held").summary["threshold"]

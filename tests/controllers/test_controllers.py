@@ -28,13 +28,17 @@ def ev(task: float, act: float = 1.0, plan: float = 0.0, conf: float = 0.5) -> E
     ],
 )
 def test_threshold_is_algorithm_2(evaluation, signal):
-    decision = controllers.make("threshold").decide(evaluation, ctx())
+    # Algorithm 2's thresholds as the OPAR document gives them (the defaults are re-fitted)
+    law = controllers.make(
+        "threshold", threshold_complete=0.9, threshold_drift=0.6, threshold_valid=0.3
+    )
+    decision = law.decide(evaluation, ctx())
     assert decision.signal is signal
     assert decision.terms["delta_task"] == evaluation.delta_task
 
 
 def test_pid_replans_when_the_error_grows():
-    pid = controllers.make("pid", kp=1.0, ki=0.0, kd=5.0, replan_threshold=0.85)
+    pid = controllers.make("pid", kp=1.0, ki=0.0, kd=5.0, replan_threshold=0.85, pace=0.0)
     assert pid.decide(ev(0.5), ctx(1)).signal is ControlSignal.CONTINUE
     decision = pid.decide(ev(0.3), ctx(2))  # e: 0.5 → 0.7, D = 5 * 0.2 / 5 = 0.2
     assert decision.signal is ControlSignal.REPLAN
@@ -48,7 +52,9 @@ def test_pid_terminates_after_settling_for_k_reflects():
 
 
 def test_pid_respects_the_minimum_dwell():
-    pid = controllers.make("pid", kp=10.0, ki=0.0, kd=0.0, replan_threshold=1.0, min_dwell=2)
+    pid = controllers.make(
+        "pid", kp=10.0, ki=0.0, kd=0.0, replan_threshold=1.0, min_dwell=2, pace=0.0
+    )
     assert pid.decide(ev(0.2), ctx(2, plan_age=2)).signal is ControlSignal.CONTINUE
     assert pid.decide(ev(0.2), ctx(3, plan_age=3)).signal is ControlSignal.REPLAN
 

@@ -34,7 +34,7 @@ def run(pid: CognitivePID, estimates: list[float]) -> list[tuple[ControlSignal, 
 
 
 def test_every_decision_carries_the_pid_terms():
-    decision = CognitivePID(1.0, 0.1, 2.0).decide(ev(0.4), ctx(1))
+    decision = CognitivePID(1.0, 0.1, 2.0, pace=0.0).decide(ev(0.4), ctx(1))
     assert decision.terms["error"] == pytest.approx(0.6)
     assert decision.terms["p"] == pytest.approx(0.6)
     assert {"p", "i", "d", "effort"} <= set(decision.terms)
@@ -42,12 +42,12 @@ def test_every_decision_carries_the_pid_terms():
 
 
 def test_without_hysteresis_the_relay_fires_whenever_effort_is_high():
-    pid = CognitivePID(1.0, 0.0, 0.0, replan_threshold=0.5)
+    pid = CognitivePID(1.0, 0.0, 0.0, replan_threshold=0.5, pace=0.0)
     assert [s for s, _ in run(pid, [0.4, 0.4, 0.4])] == [REPLAN, REPLAN, REPLAN]
 
 
 def test_hysteresis_holds_the_relay_until_effort_falls_below_the_release_level():
-    pid = CognitivePID(1.0, 0.0, 0.0, replan_threshold=0.5, hysteresis=0.2)
+    pid = CognitivePID(1.0, 0.0, 0.0, replan_threshold=0.5, hysteresis=0.2, pace=0.0)
     # effort = error = 1 − δ_task; the relay fires at 0.5 and re-arms at 0.5 − 0.2 = 0.3
     signals = run(pid, [0.4, 0.45, 0.65, 0.4, 0.75, 0.4])
     assert signals == [
@@ -61,7 +61,7 @@ def test_hysteresis_holds_the_relay_until_effort_falls_below_the_release_level()
 
 
 def test_minimum_dwell_holds_a_replan_on_a_young_plan():
-    pid = CognitivePID(1.0, 0.0, 0.0, replan_threshold=0.5, min_dwell=2)
+    pid = CognitivePID(1.0, 0.0, 0.0, replan_threshold=0.5, min_dwell=2, pace=0.0)
     young = pid.decide(ev(0.2), ReflectContext(2, 10, 10, 2, False, 0))
     assert (young.signal, young.reason) == (CONTINUE, "replan held: minimum dwell")
 
@@ -69,7 +69,13 @@ def test_minimum_dwell_holds_a_replan_on_a_young_plan():
 @pytest.mark.parametrize(("policy", "kept"), [("reset", 0.0), ("keep", 1.0), ("scale", 0.25)])
 def test_integral_policy_on_replan(policy, kept):
     pid = CognitivePID(
-        0.0, 0.1, 0.0, replan_threshold=0.5, integral_on_replan=policy, integral_scale=0.25
+        0.0,
+        0.1,
+        0.0,
+        replan_threshold=0.5,
+        integral_on_replan=policy,
+        integral_scale=0.25,
+        pace=0.0,
     )
     pid.decide(ev(0.0), ctx(1))
     decision = pid.decide(ev(0.0), ctx(2))  # I = 0.1 · 1 · 10 = 1 ≥ 0.5
@@ -129,7 +135,7 @@ def test_min_dwell_n_holds_the_first_n_steps_of_a_plan(n):
     # keeps a plan through its first n steps, so 0 is no dwell and 1 is not a no-op
     verdicts = []
     for age in range(1, 7):
-        pid = CognitivePID(1.0, 0.0, 0.0, replan_threshold=0.5, min_dwell=n)
+        pid = CognitivePID(1.0, 0.0, 0.0, replan_threshold=0.5, min_dwell=n, pace=0.0)
         verdicts.append(pid.decide(ev(0.2), ReflectContext(age, 10, 10, age, False, 0)).signal)
     assert verdicts == [CONTINUE] * n + [REPLAN] * (6 - n)
 
@@ -192,7 +198,7 @@ def test_a_plan_on_pace_has_no_effort_however_far_the_goal_is():
         assert decision.signal is CONTINUE
         assert decision.terms["lag"] == 0.0 and decision.terms["effort"] == 0.0
     # without pace the same readings (error ≥ 0.5) replan at once
-    plain = CognitivePID(10.0, 0.0, 0.0, replan_threshold=0.5)
+    plain = CognitivePID(10.0, 0.0, 0.0, replan_threshold=0.5, pace=0.0)
     assert plain.decide(ev(0.1), ReflectContext(1, 10, 10, 1, False, 0)).signal is REPLAN
 
 

@@ -30,6 +30,7 @@ RANKS = {
     "opar_sim.llm": 2,
     "opar_sim.experiment": 3,
     "opar_sim.analysis": 3,
+    "opar_sim.traces": 3,  # recorded runs in: parsers and the importer
     "opar_sim.metrics": 3,  # the contract's import path of the analysis metrics
     "opar_sim.figures": 4,
     "opar_sim.registry": 4,  # the catalogue of every pluggable kind, for the command line

@@ -166,7 +166,13 @@ def check_run(out: Path, task_name: str) -> dict:
     assert episode["tokens"] == sum(
         c["prompt_tokens"] + c["completion_tokens"] for c in model_calls
     )
-    assert episode["sim_seconds"] >= sum(c["model_seconds"] for c in model_calls)
+    # simulated time from token counts at the configured speed (defaults: 400 prompt and
+    # 20 completion tokens per second), the measured wall time beside it
+    for c in model_calls:
+        expected = c["prompt_tokens"] / 400.0 + c["completion_tokens"] / 20.0
+        assert c["sim_seconds"] == pytest.approx(expected, rel=1e-12)
+    assert episode["sim_seconds"] >= sum(c["sim_seconds"] for c in model_calls)
+    assert episode["wall_seconds"] == pytest.approx(sum(c["wall_seconds"] for c in model_calls))
     summary = json.loads((out / "llm.json").read_text())
     assert summary["steps"] == len(steps) and summary["tokens_per_step"] > 0
     assert 0 <= summary["overhead_share"] < 1
@@ -192,7 +198,47 @@ def test_flight_booking_episode_embedded(embedded, tmp_path, capsys):
     spec = llm_spec(tmp_path, "flight_booking", "llamacpp", 3)
     assert main(["run", spec, "--out", str(tmp_path / "run")]) == 0
     check_run(tmp_path / "run", "flight_booking")
-    assert "tokens/step" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "tokens/step" in out
+    assert "  step 1 evaluate: " in out and "tokens; last: " in out  # the live step lines
+
+
+def test_the_same_seed_gives_the_same_simulated_seconds_whatever_the_wall_time(embedded, tmp_path):
+    spec = llm_spec(tmp_path, "weather", "llamacpp", 1)
+    rows = []
+    for name in ("a", "b"):
+        assert main(["run", spec, "--out", str(tmp_path / name)]) == 0
+        text = (tmp_path / name / "episodes.jsonl").read_text()
+        (row,) = [json.loads(x) for x in text.splitlines()]
+        rows.append(row)
+    a, b = rows
+    assert (a["tokens"], a["sim_seconds"]) == (b["tokens"], b["sim_seconds"])
+    assert a["wall_seconds"] > 0 and b["wall_seconds"] > 0  # measured: differs run to run
+
+
+def test_replan_asks_the_real_model_for_a_new_plan(embedded, tmp_path):
+    spec = llm_spec(tmp_path, "flight_booking", "llamacpp", 4)
+    # a REPLAN after every step (smolagents' planning_interval = 1), a stop only at 0.99
+    text = (
+        Path(spec)
+        .read_text()
+        .replace(
+            'name = "threshold"',
+            'name = "fixed_interval"\n[controller.params]\ninterval = 1\ncomplete = 0.99',
+        )
+    )
+    Path(spec).write_text(text)
+    assert main(["run", spec, "--out", str(tmp_path / "run")]) == 0
+    out = tmp_path / "run"
+    steps = [json.loads(x) for x in (out / "steps.jsonl").read_text().splitlines()]
+    calls = [json.loads(x) for x in (out / "calls.jsonl").read_text().splitlines()]
+    (episode,) = [json.loads(x) for x in (out / "episodes.jsonl").read_text().splitlines()]
+    plans = [c for c in calls if c["phase"] == "plan"]
+    assert episode["replans"] >= 1
+    # every enacted REPLAN was a model call: the first plan is the only one a cache may serve
+    assert not any(c.get("cache_hit") for c in plans[1:])
+    assert len(plans) == 1 + episode["replans"]
+    assert [s["signal"] for s in steps].count("replan") >= episode["replans"]
 
 
 def test_an_unreachable_ollama_ends_episodes_as_backend_unavailable(tmp_path, monkeypatch):
@@ -203,7 +249,17 @@ def test_an_unreachable_ollama_ends_episodes_as_backend_unavailable(tmp_path, mo
         port = s.getsockname()[1]
     monkeypatch.setenv("OLLAMA_HOST", f"127.0.0.1:{port}")
     spec = llm_spec(tmp_path, "weather", "ollama", 3)
-    assert main(["run", spec, "--out", str(tmp_path / "run")]) == 0
+    # the CLI checks the backend first and runs nothing (tests/cli/test_cli_traps.py);
+    # a backend lost during a run ends its episodes as error:backend_unavailable
+    assert main(["run", spec, "--out", str(tmp_path / "cli")]) == 2
+    from opar_sim.experiment.build import load_spec
+    from opar_sim.experiment.executors import ExecutorConfig, open_executor
+    from opar_sim.experiment.rundir import prepare_out_dir
+    from opar_sim.experiment.runner import run_experiment
+
+    prepare_out_dir(tmp_path / "run")
+    with open_executor(ExecutorConfig("serial", 1)) as executor:
+        run_experiment(load_spec(spec), tmp_path / "run", executor=executor, parallelism=1)
     (episode,) = [
         json.loads(x) for x in (tmp_path / "run" / "episodes.jsonl").read_text().splitlines()
     ]

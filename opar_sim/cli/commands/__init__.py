@@ -8,10 +8,12 @@ from types import ModuleType
 
 from opar_sim.cli.commands import (
     ablate_cmd,
+    advise_cmd,
     calibrate_cmd,
     claims_cmd,
     compare_cmd,
     doctor_cmd,
+    export_cmd,
     list_cmd,
     plot_cmd,
     refit_cmd,
@@ -22,6 +24,7 @@ from opar_sim.cli.commands import (
     shootout_cmd,
     study_cmd,
     sweep_cmd,
+    traces_cmd,
     tune_cmd,
 )
 
@@ -33,15 +36,18 @@ COMMANDS: tuple[ModuleType, ...] = (
     compare_cmd,
     plot_cmd,
     report_cmd,
+    export_cmd,
     list_cmd,
     doctor_cmd,
     calibrate_cmd,
     replay_cmd,
+    advise_cmd,
     study_cmd,
     shootout_cmd,
     ablate_cmd,
     claims_cmd,
     refit_cmd,
+    traces_cmd,
 )
 
 __all__ = ["COMMANDS"]

@@ -30,6 +30,7 @@ from opar_sim.cli.commands.common import (
     default_out,
     executor_config,
     int_at_least,
+    require_backends,
 )
 from opar_sim.cli.render import progress_bar
 from opar_sim.cli.tables import TextTable
@@ -81,6 +82,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
     out: Path = args.out or default_out(f"{spec.name}-ablate")
     prepare_out_dir(out)
     config = executor_config(args)
+    require_backends(spec)
     results = []
     with open_executor(config) as executor, progress_bar(console, unit="") as bar:
         job = bar.add_task("arms", total=len(plan))

@@ -30,6 +30,7 @@ from opar_sim.cli.commands.common import (
     default_out,
     executor_config,
 )
+from opar_sim.cli.render import progress_bar
 from opar_sim.cli.tables import TextTable
 from opar_sim.experiment.executors import open_executor
 from opar_sim.experiment.rundir import prepare_out_dir
@@ -92,7 +93,8 @@ def run(args: argparse.Namespace, console: Console) -> int:
     out: Path = args.out or default_out("claims")
     prepare_out_dir(out)
     config = executor_config(args)
-    with open_executor(config) as executor:
+    with open_executor(config) as executor, progress_bar(console) as bar:
+        job = bar.add_task("claims", total=None)
         results = run_claims(
             out,
             root=args.root,
@@ -101,6 +103,8 @@ def run(args: argparse.Namespace, console: Console) -> int:
             selected=chosen,
             executor=executor,
             parallelism=config.parallelism,
+            on_progress=lambda n: bar.advance(job, n),
+            on_start=lambda total: bar.update(job, total=total),
         )
     elapsed = time.perf_counter() - started
     write_claims(out / "claims.json", results, seeds, episodes)

@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 
 from opar_sim.experiment.executors import ExecutorConfig
+from opar_sim.experiment.spec import ExperimentSpec
 
 
 class UsageError(Exception):
@@ -90,3 +91,30 @@ def out_dir(args: argparse.Namespace, name: str) -> Path:
 def default_out(name: str) -> Path:
     """A fresh run directory under runs/."""
     return Path("runs") / name / time.strftime("%Y%m%d-%H%M%S")
+
+
+def require_backends(spec: ExperimentSpec, timeout: float = 5.0) -> None:
+    """Before an LLM run: the checks of ``opar-sim doctor``; a failure is a usage error.
+
+    A run whose backend is unreachable would otherwise end every episode as
+    ``error:backend_unavailable`` and exit 0.  A simulated agent needs nothing.
+
+    Raises:
+        UsageError: naming each failed check and its fix, as ``doctor`` does.
+    """
+    from opar_sim.llm.config import BackendSpec
+    from opar_sim.llm.health import check_backends
+
+    agent = spec.agent
+    if agent.kind != "llm" and agent.backend is None:
+        return
+    backends = [agent.backend or BackendSpec()]
+    if agent.evaluator is not None:
+        backends.append(agent.evaluator)
+    bad = [c for c in check_backends(backends, timeout) if not c.ok]
+    if bad:
+        problems = "; ".join(f"{c.what}: {c.detail} (fix: {c.fix})" for c in bad)
+        raise UsageError(
+            f"the LLM backend is not ready, nothing was run: {problems}; "
+            f"`opar-sim doctor SPEC` checks again"
+        )

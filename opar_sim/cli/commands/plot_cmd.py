@@ -50,6 +50,19 @@ def check_episode_flags(analysis: RunAnalysis, args: argparse.Namespace) -> None
     if args.controller is not None and args.controller not in analysis.controllers:
         known = ", ".join(analysis.controllers)
         raise UsageError(f"--controller {args.controller!r} is not in this run (it has: {known})")
+    if args.episode is None:
+        return
+    names = [args.controller] if args.controller is not None else list(analysis.controllers)
+    numbers = sorted({e.episode for e in analysis.episodes if e.controller in names})
+    if args.episode not in numbers:
+        span = f"{numbers[0]}..{numbers[-1]}" if numbers else "none"
+        raise UsageError(f"--episode {args.episode} is not in this run (its episodes: {span})")
+    if not any("effort" in t.terms for name in names for t in analysis.traces.get(name, [])):
+        raise UsageError(
+            f"--episode {args.episode}: the PID-terms figure needs a controller that records "
+            "its terms (pid, pid_map), and "
+            + (f"{args.controller!r} does not" if args.controller else "this run has none")
+        )
 
 
 def run(args: argparse.Namespace, console: Console) -> int:

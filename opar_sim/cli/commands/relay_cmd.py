@@ -82,13 +82,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
         "contenders": [asdict(c) for c in contenders],
     }
     (out / "relay.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
-    snippet = "\n".join(
-        f"# {c.name}: held-out IAE {c.holdout_iae:.3f}\n[controller.params]\n"
-        + "\n".join(f"{k} = {v:.6g}" for k, v in c.gains.as_dict().items())
-        + "\n"
-        for c in contenders
-    )
-    (out / "gains.toml").write_text(snippet, encoding="utf-8")
+    (out / "gains.toml").write_text(gains_toml(contenders), encoding="utf-8")
     responses = {c.name: closed_loop(params, c.gains, 1_000_003, 0) for c in contenders}
     from opar_sim.figures import tuning  # matplotlib only when drawing
     from opar_sim.figures.style import save  # matplotlib only when drawing
@@ -124,3 +118,20 @@ def contender_table(contenders: list[Contender], holdout: int) -> TextTable:
             ]
         )
     return TextTable(title, columns, rows, [], left=0, bold=False)
+
+
+def gains_toml(contenders: list[Contender]) -> str:
+    """Valid TOML: the best held-out gains as ``[controller.params]``, the others commented.
+
+    One table can hold only one set of gains, so the contenders that scored
+    worse are written as comments below it, each ready to uncomment instead.
+    """
+    ranked = sorted(contenders, key=lambda c: c.holdout_iae)
+    lines = ["# PID gains from `opar-sim relay`, best held-out IAE first (lower is better)"]
+    for i, c in enumerate(ranked):
+        prefix = "" if i == 0 else "# "
+        lines.append("")
+        lines.append(f"# {c.name}: held-out IAE {c.holdout_iae:.3f}")
+        lines.append(f"{prefix}[controller.params]")
+        lines += [f"{prefix}{k} = {v:.6g}" for k, v in c.gains.as_dict().items()]
+    return "\n".join(lines) + "\n"

@@ -1,30 +1,51 @@
-"""``opar-sim replay RUNDIR --controller NAME``: another controller on a recorded run.
+"""``opar-sim replay RUNDIR --controller NAME | --laws LAWS``: other stopping on a recorded run.
 
-No model is called: the recorded evaluations are re-decided (see
-``opar_sim.analysis.replay``).  Writes ``RUNDIR/replay_NAME.jsonl``, one line per episode.
+No model is called.  ``--controller``: the recorded evaluations of a simulated run are
+re-decided (see ``opar_sim.analysis.replay``); writes ``RUNDIR/replay_NAME.jsonl``, one
+line per episode.  ``--laws``: laws that read only what a trace shows (caps, repeated
+calls, tool errors, hand-offs; ``opar_sim.analysis.stopping``) cut each recorded run,
+exactly, on imported and simulated runs alike; prints the frontier table, writes
+``RUNDIR/replay_laws.json`` and draws ``RUNDIR/frontier.png``.
 """
 
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 
 import controllers
 from opar_sim.analysis.recorded import load_run
 from opar_sim.analysis.replay import exactness, replay, tally
+from opar_sim.analysis.stopping import DEFAULT_LAWS, SIGNALS, UNOBSERVABLE, evaluate, load_costs
+from opar_sim.analysis.stopping import parse_laws as parse_stopping_laws
 from opar_sim.cli.commands.common import UsageError
 from opar_sim.cli.tables import TextTable
-from opar_sim.experiment.rundir import to_line
+from opar_sim.experiment.rundir import to_line, write_json
+from opar_sim.figures.frontier import frontier_figure
 
 NAME = "replay"
 HELP = "re-decide a recorded run under another controller, without calling the model"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The recorded run directory and ``--controller``, the registered controller to replay."""
-    parser.add_argument("rundir", help="a run directory")
-    parser.add_argument("--controller", required=True, help="a registered controller (see list)")
+    """The run directory, and ``--controller`` (a registered controller) or ``--laws``."""
+    parser.add_argument("rundir", help="a run directory (simulated, or imported by traces)")
+    what = parser.add_mutually_exclusive_group(required=True)
+    what.add_argument("--controller", help="a registered controller (see list); simulated runs")
+    what.add_argument(
+        "--laws",
+        nargs="?",
+        const=DEFAULT_LAWS,
+        help="comma-separated trace laws SIGNAL:K, combined with + (first to fire), e.g. "
+        f"calls:10,repeat:2,errors:1+calls:12; signals: {', '.join(SIGNALS)} "
+        "(--laws alone: a default set)",
+    )
+    parser.add_argument(
+        "--of", dest="of", metavar="CONTROLLER", help="with --laws: whose runs (a run of several)"
+    )
 
 
 def run(args: argparse.Namespace, console: Console) -> int:
@@ -38,6 +59,8 @@ def run(args: argparse.Namespace, console: Console) -> int:
     Returns:
         0; an unknown controller is a usage error (exit 2).
     """
+    if args.laws is not None:
+        return run_laws(args, console)
     recorded = load_run(args.rundir)
     try:
         controllers.make(args.controller)
@@ -64,4 +87,49 @@ def run(args: argparse.Namespace, console: Console) -> int:
     columns = ["outcome", "recorded", args.controller]
     console.print(TextTable("outcomes", columns, rows, []).to_rich())
     console.print(f"wrote {out}", highlight=False)
+    return 0
+
+
+def _share(e: Any) -> str:
+    return f"{e.mean:.3f} [{e.low:.3f}, {e.high:.3f}]"
+
+
+def run_laws(args: argparse.Namespace, console: Console) -> int:
+    """Replay the trace laws on every recorded run and print the frontier table.
+
+    Returns:
+        0; a malformed law or a directory that is not a run exits 2.
+    """
+    laws = parse_stopping_laws(args.laws)
+    runs = load_costs(args.rundir, args.of)
+    results = evaluate(runs, laws)
+    tasks = len({r.task for r in runs})
+    rows = [
+        [
+            r.law,
+            f"{r.kept}/{r.successes}",
+            _share(r.kept_share),
+            _share(r.calls_saved),
+            _share(r.turns_saved),
+            str(r.fired),
+        ]
+        for r in results
+    ]
+    notes = [
+        f"{len(runs)} runs of {tasks} tasks; intervals: 95 % bootstrap over tasks (2000 resamples)",
+        "a success is kept when the stop comes at or after the turn that decided it "
+        "(imported: its last tool call; simulated: its last step)",
+        "saved: share of the failed runs' tool calls / turns cut off; fired: runs stopped early",
+    ]
+    columns = ["law", "kept", "successes kept", "calls saved (fail)", "turns saved (fail)", "fired"]
+    console.print(TextTable("trace laws, replayed exactly", columns, rows, notes).to_rich())
+    console.print(
+        "registered controllers that cannot run on trace signals: "
+        + "; ".join(f"{name} ({why})" for name, why in UNOBSERVABLE.items()),
+        highlight=False,
+    )
+    path = Path(args.rundir)
+    write_json(path / "replay_laws.json", [r.to_dict() for r in results])
+    png = frontier_figure(results, path / "frontier.png", f"stopping frontier: {path.name}")
+    console.print(f"wrote {path / 'replay_laws.json'} and {png}", highlight=False)
     return 0

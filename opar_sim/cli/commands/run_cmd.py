@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from contextlib import nullcontext
 
 from rich.console import Console
 
@@ -11,13 +12,14 @@ from opar_sim.cli.commands.common import (
     add_run_flags,
     executor_config,
     out_dir,
+    require_backends,
 )
 from opar_sim.cli.llm_costs import print_llm_costs
-from opar_sim.cli.render import progress_bar
+from opar_sim.cli.render import is_llm, llm_steps, progress_bar
 from opar_sim.cli.tables import outcome_table, summary_table
 from opar_sim.experiment.build import load_spec
 from opar_sim.experiment.edit import with_overrides
-from opar_sim.experiment.executors import open_executor
+from opar_sim.experiment.executors import ExecutorConfig, open_executor
 from opar_sim.experiment.rundir import prepare_out_dir
 from opar_sim.experiment.runner import RunResult, run_experiment
 from opar_sim.experiment.spec import ExperimentSpec
@@ -58,9 +60,13 @@ def execute(
         The finished run.
     """
     out = out_dir(args, spec.name)
+    require_backends(spec)
     if not args.resume:
         prepare_out_dir(out)
     config = executor_config(args)
+    llm = is_llm(spec)
+    if llm and args.workers is None and not (args.scheduler or args.dask_local):
+        config = ExecutorConfig("serial", 1)  # one model in this process, and a live view
     names = [c.name for c in spec.controller_list()]
     console.print(
         f"[bold]{spec.name}[/]: task [cyan]{spec.task.name}[/], controllers "
@@ -68,7 +74,11 @@ def execute(
         + (f" × {spec.trials} trials" if spec.trials > 1 else "")
         + f", seed {spec.seed}"
     )
-    with open_executor(config) as executor, progress_bar(console) as bar:
+    with (
+        open_executor(config) as executor,
+        progress_bar(console) as bar,
+        llm_steps(bar, console) if llm else nullcontext(),
+    ):
         job = bar.add_task(spec.name, total=spec.episodes * len(names))
         result = run_experiment(
             spec,

@@ -38,6 +38,7 @@ from opar_sim.cli.commands.common import (
     default_out,
     executor_config,
     int_at_least,
+    require_backends,
 )
 from opar_sim.cli.render import progress_bar
 from opar_sim.cli.tables import TextTable
@@ -137,6 +138,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
         f"(seed {budget.holdout_seed})"
     )
     config = executor_config(args)
+    require_backends(spec)
     tuned: list[Tuned] = []
     with open_executor(config) as executor, progress_bar(console, unit="") as bar:
         job = bar.add_task("trials", total=budget.trials * len(names))

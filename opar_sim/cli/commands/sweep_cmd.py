@@ -6,7 +6,7 @@ import argparse
 
 from rich.console import Console
 
-from opar_sim.cli.commands.common import add_run_flags, executor_config, out_dir
+from opar_sim.cli.commands.common import add_run_flags, executor_config, out_dir, require_backends
 from opar_sim.cli.render import progress_bar
 from opar_sim.cli.tables import TextTable
 from opar_sim.experiment.build import load_spec
@@ -38,6 +38,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
     points = sweep_points(spec, args.spec)
     out = out_dir(args, spec.name)
     config = executor_config(args)
+    require_backends(spec)
     per_point = spec.episodes * len(spec.controller_list())
     console.print(
         f"[bold]{spec.name}[/]: {len(points)} points × {per_point} episodes, seed {spec.seed}, "

@@ -15,6 +15,7 @@ from opar_sim.cli.commands.common import (
     default_out,
     executor_config,
     int_at_least,
+    require_backends,
 )
 from opar_sim.cli.render import progress_bar
 from opar_sim.cli.tables import TextTable
@@ -65,6 +66,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
     out: Path = args.out or default_out(f"{spec.name}-tune")
     prepare_out_dir(out)
     config = executor_config(args)
+    require_backends(spec)
     # every trial must be a valid spec: check the corners of the space first
     for corner in ("low", "high"):
         params = {
@@ -78,12 +80,20 @@ def run(args: argparse.Namespace, console: Console) -> int:
     )
     with open_executor(config) as executor, progress_bar(console, unit="") as bar:
         job = bar.add_task("trials", total=settings.trials)
-        evaluate = executor_evaluate(data, executor, config.parallelism, parse_spec)
+        # after the trials: the defaults and the best gains on the held-out seeds
+        held = 2 * settings.holdout_episodes * len(spec.controller_list())
+        scoring = bar.add_task("held-out scoring", total=held, visible=False)
+
+        def on_chunk(episodes: int) -> None:
+            if bar.tasks[job].finished:
+                bar.update(scoring, advance=episodes, visible=True)
+
+        evaluate = executor_evaluate(data, executor, config.parallelism, parse_spec, on_chunk)
         result = tune(settings, evaluate, spec.seed, on_trial=lambda _t: bar.advance(job))
     out.mkdir(parents=True, exist_ok=True)
     figures = _write(out, spec.name, settings.space, result)
     console.print(result_table(result).to_rich())
-    console.print("[bold]best gains[/] (paste into a spec):")
+    console.print(holdout_verdict(result), highlight=False)
     console.print(toml_snippet(result.best_params), markup=False)
     console.print(f"tune directory: [green]{out}[/]")
     for figure in figures:
@@ -144,3 +154,34 @@ def result_table(result: TuneResult) -> TextTable:
     )
     title = "tuning result (objective: lower is better)"
     return TextTable(title, columns, rows, [note], left=0, bold=False)
+
+
+def holdout_verdict(result: TuneResult) -> str:
+    """What the held-out seeds say about the tuned gains, above the gains themselves.
+
+    "Paste these" only when the tuned gains beat the spec's defaults on the
+    held-out seeds with a 95 % interval above zero; otherwise what happened.
+    """
+    h = result.holdout
+    lo, hi = h.improvement_ci95
+    scores = (
+        f"held-out objective {h.best_score:.4f} tuned against {h.default_score:.4f} for the "
+        f"spec's defaults (lower is better; improvement {h.improvement:+.4f}, "
+        f"95% CI {lo:+.4f} to {hi:+.4f})"
+    )
+    if lo > 0:
+        return (
+            f"best gains: better than the defaults on held-out seeds, {scores}; paste into a spec:"
+        )
+    if hi < 0:
+        return (
+            f"best gains: WORSE than the spec's defaults on held-out seeds, {scores}: they fit "
+            "the training seeds only; keep the defaults (more training episodes or trials may "
+            "help). The tuned gains, for reference only:"
+        )
+    side = "better" if h.improvement > 0 else "worse"
+    return (
+        f"best gains: not distinguishable from the spec's defaults on held-out seeds (the mean "
+        f"is {side}), {scores}; keep the defaults unless more held-out episodes show a gain. "
+        "The tuned gains, for reference only:"
+    )

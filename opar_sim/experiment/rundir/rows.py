@@ -18,7 +18,7 @@ from typing import Any
 
 import orjson
 
-from opar_sim.core.types import EpisodeResult, StepRecord
+from opar_sim.core.types import Cost, EpisodeResult, StepRecord
 
 SCHEMA_VERSION = 2  # 2: outcomes split by the claim (abandoned); feasible, give_up
 
@@ -100,31 +100,40 @@ def step_row(result: EpisodeResult, rec: StepRecord) -> dict[str, Any]:
 def episode_row(result: EpisodeResult) -> dict[str, Any]:
     """The episodes.jsonl row of an episode."""
     c = result.cost
-    return {
-        "episode": result.episode,
-        "seed": result.seed,
-        "task": result.task,
-        "agent": result.agent,
-        "controller": result.controller,
-        "outcome": result.outcome,
-        "success": result.success,
-        "steps": len(result.steps),
-        "answer": result.answer,
-        "best_step": result.best_step,
-        "final_progress": result.final_progress,
-        "complete": result.complete,
-        "feasible": result.feasible,
-        "prompt_tokens": c.prompt_tokens,
-        "completion_tokens": c.completion_tokens,
-        "tokens": c.tokens,
-        "llm_calls": c.llm_calls,
-        "sim_seconds": c.sim_seconds,
-        "tool_calls": c.tool_calls,
-        "replans": c.replans,
-        # a nested run's sub-agents spend on top of the orchestrator's own tokens
-        "sub_tokens": sum(sub.cost.tokens for sub in result.sub_episodes),
-        "attempt": result.attempt,
-    } | _trial(result)
+    return (
+        {
+            "episode": result.episode,
+            "seed": result.seed,
+            "task": result.task,
+            "agent": result.agent,
+            "controller": result.controller,
+            "outcome": result.outcome,
+            "success": result.success,
+            "steps": len(result.steps),
+            "answer": result.answer,
+            "best_step": result.best_step,
+            "final_progress": result.final_progress,
+            "complete": result.complete,
+            "feasible": result.feasible,
+            "prompt_tokens": c.prompt_tokens,
+            "completion_tokens": c.completion_tokens,
+            "tokens": c.tokens,
+            "llm_calls": c.llm_calls,
+            "sim_seconds": c.sim_seconds,
+            "tool_calls": c.tool_calls,
+            "replans": c.replans,
+            # a nested run's sub-agents spend on top of the orchestrator's own tokens
+            "sub_tokens": sum(sub.cost.tokens for sub in result.sub_episodes),
+            "attempt": result.attempt,
+        }
+        | _trial(result)
+        | _wall(c)
+    )
+
+
+def _wall(cost: Cost) -> dict[str, float]:
+    """LLM episodes only: the measured model wall seconds beside the simulated ones."""
+    return {} if cost.wall_seconds is None else {"wall_seconds": cost.wall_seconds}
 
 
 def _trial(result: EpisodeResult) -> dict[str, int]:

@@ -1,0 +1,202 @@
+"""The traps a newcomer fell into (issue 16), each pinned by a test that failed before its fix."""
+
+from __future__ import annotations
+
+import json
+import socket
+import tomllib
+import warnings
+from pathlib import Path
+
+import pytest
+
+from opar_sim.analysis.oscillation import replan_rhythm
+from opar_sim.analysis.run import analyze
+from opar_sim.cli.main import main
+from opar_sim.experiment.tune import Holdout, TuneResult
+from tests.conftest import EXPERIMENTS, SPEC
+
+
+# -- one definition of every reported quantity ----------------------------------------
+def test_compare_and_summary_json_report_the_same_means(tmp_path, capsys):
+    # seed 3, 30 episodes: threshold's REPLANs were 2.90 in compare and 2.80 in run and
+    # summary.json (compare also counted a REPLAN decided at the last step, never enacted)
+    out = tmp_path / "c"
+    spec = str(EXPERIMENTS / "flight_booking_infeasible.toml")
+    argv = ["compare", spec, "--episodes", "30", "--seed", "3", "--out", str(out)]
+    assert main([*argv, "--workers", "1"]) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    analysis = analyze(out)
+    assert list(analysis.controllers) == list(summary)
+    for name, m in analysis.controllers.items():
+        s = summary[name]
+        assert m.replans.mean == pytest.approx(s["mean_replans"], abs=1e-12), name
+        assert m.steps.mean == pytest.approx(s["mean_steps"], abs=1e-12), name
+        assert m.tokens.mean == pytest.approx(s["mean_tokens"], abs=1e-12), name
+        assert m.sim_seconds.mean == pytest.approx(s["mean_sim_seconds"], abs=1e-9), name
+        assert m.success.rate == s["success_rate"], name
+    assert summary["threshold"]["mean_replans"] == pytest.approx(2.8)
+    printed = capsys.readouterr().out
+    row = next(line for line in printed.splitlines() if line.startswith("│ threshold"))
+    assert "2.80" in row and "2.90" not in row
+
+
+def test_a_replan_at_the_last_step_is_not_counted_when_it_made_no_plan():
+    signals = ["continue", "replan", "replan", "continue", "replan"]
+    every = replan_rhythm(signals, k=2)
+    assert (every.replans, every.thrash, every.mean_dwell) == (3, 2, 1.5)
+    enacted = replan_rhythm(signals, k=2, enacted=2)  # the episode stopped after step 5
+    assert (enacted.replans, enacted.thrash, enacted.mean_dwell) == (2, 1, 1.0)
+    with pytest.raises(ValueError, match="one fewer"):
+        replan_rhythm(signals, enacted=1)
+
+
+# -- an LLM run checks its backend first ---------------------------------------------
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_an_unreachable_backend_stops_the_run_with_the_doctor_message(tmp_path, capsys):
+    spec = tmp_path / "spec.toml"
+    spec.write_text(
+        f"""name = "unreachable"
+episodes = 2
+[task]
+name = "weather"
+[agent]
+kind = "llm"
+[agent.backend]
+backend = "ollama"
+model = "qwen2.5:0.5b"
+host = "http://127.0.0.1:{_closed_port()}"
+"""
+    )
+    out = tmp_path / "run"
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        status = main(["run", str(spec), "--out", str(out)])
+    assert status == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1
+    assert "unreachable" in err and "ollama serve" in err and "opar-sim doctor" in err
+    assert not (out / "episodes.jsonl").exists()
+    assert not caught  # no matplotlib (or any) warning
+    # compare goes through the same check
+    assert main(["compare", str(spec), "--out", str(tmp_path / "c")]) == 2
+
+
+# -- relay writes TOML that parses ------------------------------------------------------
+def test_relay_gains_file_is_valid_toml_with_the_best_gains_active(tmp_path):
+    out = tmp_path / "relay"
+    spec = str(EXPERIMENTS / "plant_relay.toml")
+    assert main(["relay", spec, "--trials", "3", "--holdout", "6", "--out", str(out)]) == 0
+    gains = tomllib.loads((out / "gains.toml").read_text())
+    report = json.loads((out / "relay.json").read_text())
+    best = min(report["contenders"], key=lambda c: c["holdout_iae"])
+    assert set(gains) == {"controller"}
+    assert gains["controller"]["params"] == pytest.approx(best["gains"], rel=1e-5)
+    text = (out / "gains.toml").read_text()
+    for c in report["contenders"]:
+        assert f"# {c['name']}: held-out IAE" in text
+
+
+# -- plot --episode ---------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def pid_run(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("plot") / "run"
+    argv = ["run", SPEC, "--episodes", "4", "--controller", "pid", "--out", str(out)]
+    assert main([*argv, "--workers", "1"]) == 0
+    return out
+
+
+def test_plot_of_an_episode_the_run_lacks_is_an_error(pid_run, tmp_path, capsys):
+    assert main(["plot", str(pid_run), "--episode", "99999", "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "--episode 99999 is not in this run (its episodes: 0..3)" in err
+    assert not list(tmp_path.iterdir())  # nothing drawn
+    assert main(["plot", str(pid_run), "--episode", "2", "--out", str(tmp_path)]) == 0
+    assert (tmp_path / "pid_terms.png").is_file()
+
+
+def test_plot_of_an_episode_without_pid_terms_is_an_error(tmp_path, capsys):
+    out = tmp_path / "run"
+    argv = ["run", SPEC, "--episodes", "2", "--controller", "threshold", "--out", str(out)]
+    assert main([*argv, "--workers", "1"]) == 0
+    capsys.readouterr()
+    assert main(["plot", str(out), "--episode", "1", "--out", str(tmp_path / "f")]) == 2
+    assert "records its terms" in capsys.readouterr().err
+
+
+# -- tune says what the held-out seeds said ----------------------------------------------
+def _result(default: float, best: float, ci: tuple[float, float]) -> TuneResult:
+    holdout = Holdout(default, best, default - best, ci, 0.5, 0.5)
+    return TuneResult({"controller.params.kp": 1.0}, 0.1, holdout)
+
+
+def test_tune_does_not_say_paste_when_the_tuned_gains_lost_on_held_out_seeds():
+    from opar_sim.cli.commands.tune_cmd import holdout_verdict
+
+    worse = holdout_verdict(_result(0.40, 0.45, (-0.08, -0.02)))
+    assert "paste" not in worse and "WORSE" in worse and "keep the defaults" in worse
+    assert "0.4500 tuned against 0.4000" in worse
+    unclear = holdout_verdict(_result(0.40, 0.39, (-0.02, 0.04)))
+    assert "paste" not in unclear and "not distinguishable" in unclear and "is better" in unclear
+    # the run measured in the brief: tune_pid, 3 trials, worse in the mean, CI across 0
+    measured = holdout_verdict(_result(0.4779, 0.4840, (-0.0302, 0.0188)))
+    assert "paste" not in measured and "not distinguishable" in measured and "is worse" in measured
+    better = holdout_verdict(_result(0.40, 0.30, (0.05, 0.15)))
+    assert "paste into a spec" in better
+
+
+# -- the command itself --------------------------------------------------------------
+def test_version(capsys):
+    from opar_sim import __version__
+
+    assert main(["--version"]) == 0
+    assert capsys.readouterr().out.strip() == f"opar-sim {__version__}"
+
+
+def test_a_bare_call_prints_the_usage_with_every_command(capsys):
+    from opar_sim.cli.commands import COMMANDS
+
+    assert main([]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("usage: opar-sim")
+    assert all(f"    {c.NAME} " in err for c in COMMANDS)
+
+
+def test_a_directory_given_as_spec_is_named_a_directory(capsys):
+    assert main(["run", str(EXPERIMENTS)]) == 2
+    err = capsys.readouterr().err
+    assert "is a directory, not a spec file" in err and "flight_booking" in err
+    assert "not found" not in err
+
+
+# -- live progress and readable output ----------------------------------------------
+def test_the_studies_print_a_table_and_keep_the_json_in_a_file(tmp_path, capsys):
+    spec = str(EXPERIMENTS / "reflexion.toml")
+    argv = ["study", "learning", spec, "--episodes", "6", "--out", str(tmp_path / "s")]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "study learning" in out and "success by attempt 1" in out
+    assert "12/12 episodes" in out  # one bar over both arms
+    assert not any(line.lstrip().startswith(("{", '"')) for line in out.splitlines())
+    numbers = json.loads((tmp_path / "s" / "learning.json").read_text())
+    assert main([*argv[:-1], str(tmp_path / "j"), "--json"]) == 0
+    printed = capsys.readouterr().out
+    assert json.loads(printed[printed.index("\n{") : printed.rindex("}") + 1]) == numbers
+
+
+def test_tune_shows_a_bar_for_its_held_out_scoring(tmp_path, capsys):
+    text = (EXPERIMENTS / "tune_pid.toml").read_text()
+    text = text.replace("holdout_episodes = 2000", "holdout_episodes = 15")
+    text = text.replace("train_episodes = 300", "train_episodes = 5")
+    spec = tmp_path / "tune.toml"
+    spec.write_text(text)
+    argv = ["tune", str(spec), "--trials", "2", "--out", str(tmp_path / "t"), "--workers", "1"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    line = next(x for x in out.splitlines() if x.startswith("held-out scoring"))
+    assert "30/30" in line  # the defaults and the best gains, 15 episodes each
