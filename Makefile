@@ -72,7 +72,7 @@ pytest: dev llm
 test: lint typecheck pytest
 
 bench: install
-	$(BIN)/python benchmarks/throughput.py
+	$(BIN)/python benchmarks/suite.py
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache .mypy_cache .ruff_cache

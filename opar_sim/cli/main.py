@@ -16,16 +16,15 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
 
-from rich.console import Console
-
-from opar_sim.cli.commands import COMMANDS
-from opar_sim.cli.commands.common import UsageError
-from opar_sim.core.errors import InputError
-from opar_sim.experiment.executors import ExecutorError
+# The commands are imported when the parser is built, not with this module: the
+# console script imports it, and so does every spawned pool worker, which re-runs the
+# script's imports; a worker needs none of the commands (nor what they draw with).
 
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
+        from opar_sim.cli.commands.common import UsageError
+
         raise UsageError(message)
 
 
@@ -61,6 +60,8 @@ def build_parser() -> argparse.ArgumentParser:
     Its errors raise ``UsageError`` instead of exiting, so ``main`` reports them
     like any other bad input.
     """
+    from opar_sim.cli.commands import COMMANDS
+
     parser = _Parser(
         prog="opar-sim",
         description="Simulate agent loops (Observe-Plan-Act-Reflect) and tune their controllers.",
@@ -85,6 +86,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     one line, its traceback written to ``error.log`` in the run directory (a
     temporary file when there is none), never to the terminal.
     """
+    from rich.console import Console
+
+    from opar_sim.cli.commands import COMMANDS
+    from opar_sim.core.errors import InputError
+    from opar_sim.experiment.executors import ExecutorError
+
     # a terminal sets its own width; piped output (logs, CI) gets room for the wide tables
     console = Console() if sys.stdout.isatty() else Console(width=160)
     argv = sys.argv[1:] if argv is None else list(argv)

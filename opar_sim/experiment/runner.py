@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from opar_sim.analysis.stats import Summary
+from opar_sim.experiment.batch import check_batch, episode_text, run_batch
 from opar_sim.experiment.build import build
 from opar_sim.experiment.chunks import Chunk, ChunkResult, plan_chunks, run_chunk
 from opar_sim.experiment.executors import SerialExecutor
@@ -34,7 +35,7 @@ from opar_sim.experiment.rundir import (
     write_spec,
 )
 from opar_sim.experiment.rundir import write_summary as write_llm_summary
-from opar_sim.experiment.spec import ExperimentSpec
+from opar_sim.experiment.spec import ExperimentSpec, SpecError
 
 # a directory holding any of these is a run that ``--resume`` repairs and finishes
 RESUMABLE_FILES = (SPEC_FILE, "episodes.jsonl", "steps.jsonl", "manifest.jsonl")
@@ -58,6 +59,7 @@ def run_experiment(
     resume: bool = False,
     on_progress: Callable[[int], None] | None = None,
     on_note: Callable[[str], None] | None = None,
+    engine: str = "simpy",
 ) -> RunResult:
     """Run every episode of ``spec`` (every controller, same seeds) into ``out``.
 
@@ -70,6 +72,7 @@ def run_experiment(
         resume: Continue the run already in ``out`` instead of starting afresh.
         on_progress: Called with the number of episodes each finished chunk adds.
         on_note: Called with each thing ``--resume`` repaired or cut.
+        engine: ``"simpy"`` (the reference) or ``"batch"`` (``opar_sim.experiment.batch``).
 
     Returns:
         The run directory and its per-controller summary.
@@ -81,6 +84,7 @@ def run_experiment(
         resume=resume,
         on_progress=on_progress,
         on_note=on_note,
+        engine=engine,
     )[0]
 
 
@@ -93,6 +97,7 @@ def run_many(
     on_progress: Callable[[int], None] | None = None,
     on_run: Callable[[int], None] | None = None,
     on_note: Callable[[str], None] | None = None,
+    engine: str = "simpy",
 ) -> list[RunResult]:
     """Run several experiments as one stream of chunks, each into its own directory.
 
@@ -107,12 +112,18 @@ def run_many(
         on_progress: Called with the number of episodes each finished chunk adds.
         on_run: Called with a run's index when that run starts writing.
         on_note: Called with each thing ``--resume`` repaired or cut, per run.
+        engine: ``"simpy"`` (the reference, on ``executor``) or ``"batch"`` (the
+            lockstep engine, in this process; no ``resume``).
 
     Returns:
         One result per run, in the order of ``runs``.
     """
     for spec, _ in runs:
         build(spec)  # every error surfaces before anything is written
+        if engine == "batch":
+            check_batch(spec)
+    if engine == "batch" and resume:
+        raise SpecError("--engine batch: --resume is not supported (a batch run is rerun whole)")
     # resuming, a run not started yet simply starts (a sweep point the kill never reached)
     starts: list[Repair] = []
     for spec, out in runs:
@@ -138,6 +149,18 @@ def run_many(
         chunks += planned
         owner += [index] * len(planned)
     writer = RunWriter(runs, on_run, starts)
+    if engine == "batch":
+        try:
+            for index, (spec, _) in enumerate(runs):
+                n = spec.episodes
+                for k in range(len(spec.controller_list())):
+                    batch = run_batch(spec, k, 0, n)
+                    writer.write(index, (k * n, (k + 1) * n), episode_text(spec, k, 0, batch), "")
+                    if on_progress is not None:
+                        on_progress(spec.episodes)
+        finally:
+            writer.close()
+        return [finish_run(spec, out) for spec, out in runs]
     try:
         stream = run_in_order(executor or SerialExecutor(), chunks, 2 * parallelism + 1)
         for index, result in zip(owner, stream, strict=True):

@@ -42,6 +42,7 @@ def run_sweep(
     on_progress: Callable[[int], None] | None = None,
     points: list[tuple[SweepPoint, ExperimentSpec]] | None = None,
     on_note: Callable[[str], None] | None = None,
+    engine: str = "simpy",
 ) -> SweepResult:
     """Run every point of ``spec``'s sweep into ``out``.
 
@@ -55,6 +56,7 @@ def run_sweep(
         on_progress: Called with the number of episodes each finished chunk adds.
         points: The grid, when the caller already made it (``sweep_points``).
         on_note: Called with each thing ``--resume`` repaired or cut.
+        engine: ``"simpy"`` or ``"batch"`` (see ``runner.run_many``).
 
     Returns:
         Each point's assignment and per-controller summary.
@@ -97,6 +99,7 @@ def run_sweep(
         on_progress=on_progress,
         on_run=(lambda i: on_point(points[i][0])) if on_point is not None else None,
         on_note=on_note,
+        engine=engine,
     )
     rows = [
         {"point": point.name, "assignment": point.assignment, "summary": result.summary}

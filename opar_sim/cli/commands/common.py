@@ -40,6 +40,13 @@ def add_run_flags(parser: argparse.ArgumentParser) -> None:
         "--resume", action="store_true", help="finish an interrupted run in --out without repeats"
     )
     add_executor_flags(parser)
+    parser.add_argument(
+        "--engine",
+        choices=("simpy", "batch"),
+        default="simpy",
+        help="simpy: the reference engine (default); batch: N episodes in numpy lockstep, "
+        "in this process (flight_booking, simulated agent; see docs/batch.md)",
+    )
 
 
 def add_confirm_flag(parser: argparse.ArgumentParser) -> None:

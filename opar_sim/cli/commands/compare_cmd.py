@@ -18,7 +18,6 @@ from opar_sim.cli.commands.run_cmd import execute
 from opar_sim.cli.tables import comparison_table, response_table, world_table
 from opar_sim.experiment.build import load_spec
 from opar_sim.experiment.edit import with_controllers, with_overrides
-from opar_sim.figures import write_figures
 
 NAME = "compare"
 HELP = "run several controllers on the same seeds, print one table and write the figures"
@@ -82,6 +81,8 @@ def run(args: argparse.Namespace, console: Console) -> int:
         console.print(world_table(analysis).to_rich())
     metrics = write_metrics(analysis, result.out / "metrics.json")
     console.print(f"metrics: [green]{escape(str(metrics))}[/]")
+    from opar_sim.figures import write_figures  # matplotlib only when drawing
+
     for figure in write_figures(analysis):
         if figure.endswith(".png"):
             console.print(f"figure: [green]{escape(str(figure))}[/] (and .svg)")

@@ -11,7 +11,6 @@ from rich.markup import escape
 from opar_sim.analysis.run import RunAnalysis, analyze
 from opar_sim.cli.commands.common import UsageError, int_at_least
 from opar_sim.experiment.rundir import RunDirError
-from opar_sim.figures import write_figures
 
 NAME = "plot"
 HELP = "rebuild the figures of a run directory (PNG and SVG) without rerunning"
@@ -75,6 +74,8 @@ def run(args: argparse.Namespace, console: Console) -> int:
     """
     analysis = load_analysis(args.rundir)
     check_episode_flags(analysis, args)
+    from opar_sim.figures import write_figures  # matplotlib only when drawing
+
     paths = write_figures(analysis, args.out, controller=args.controller, episode=args.episode)
     for path in paths:
         console.print(f"figure: [green]{escape(str(path))}[/]")

@@ -24,8 +24,6 @@ from opar_sim.cli.tables import TextTable
 from opar_sim.experiment.build import load_spec
 from opar_sim.experiment.edit import with_overrides
 from opar_sim.experiment.rundir import prepare_out_dir
-from opar_sim.figures import tuning
-from opar_sim.figures.style import save
 
 NAME = "relay"
 HELP = "relay test on the plant task: K_u, P_u, Ziegler-Nichols and Tyreus-Luyben gains"
@@ -87,6 +85,9 @@ def run(args: argparse.Namespace, console: Console) -> int:
     (out / "relay.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
     (out / "gains.toml").write_text(gains_toml(contenders), encoding="utf-8")
     responses = {c.name: closed_loop(params, c.gains, 1_000_003, 0) for c in contenders}
+    from opar_sim.figures import tuning  # matplotlib only when drawing
+    from opar_sim.figures.style import save  # matplotlib only when drawing
+
     figure = tuning.relay_figure(relay.outputs, relay.inputs, responses, spec.name)
     figures = save(figure, str(out / "relay"))
     console.print(contender_table(contenders, args.holdout).to_rich())

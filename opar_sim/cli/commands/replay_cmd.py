@@ -24,7 +24,6 @@ from opar_sim.analysis.stopping import parse_laws as parse_stopping_laws
 from opar_sim.cli.commands.common import UsageError
 from opar_sim.cli.tables import TextTable
 from opar_sim.experiment.rundir import to_line, write_json
-from opar_sim.figures.frontier import frontier_figure
 
 NAME = "replay"
 HELP = "re-decide a recorded run under another controller, without calling the model"
@@ -130,6 +129,8 @@ def run_laws(args: argparse.Namespace, console: Console) -> int:
     )
     path = Path(args.rundir)
     write_json(path / "replay_laws.json", [r.to_dict() for r in results])
+    from opar_sim.figures.frontier import frontier_figure  # matplotlib only when drawing
+
     png = frontier_figure(results, path / "frontier.png", f"stopping frontier: {path.name}")
     console.print(f"wrote {path / 'replay_laws.json'} and {png}", highlight=False)
     return 0

@@ -9,7 +9,6 @@ from rich.console import Console
 from rich.markup import escape
 
 from opar_sim.cli.commands.plot_cmd import add_episode_flags, check_episode_flags, load_analysis
-from opar_sim.cli.report import write_report
 
 NAME = "report"
 HELP = "write one self-contained HTML page (figures, tables, spec) for a run directory"
@@ -31,6 +30,8 @@ def run(args: argparse.Namespace, console: Console) -> int:
     analysis = load_analysis(args.rundir)
     check_episode_flags(analysis, args)
     out = args.out or args.rundir / "report.html"
+    from opar_sim.cli.report import write_report  # matplotlib only when drawing
+
     write_report(analysis, out, controller=args.controller, episode=args.episode)
     console.print(f"report: [green]{escape(str(out))}[/]")
     return 0

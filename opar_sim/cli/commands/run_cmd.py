@@ -24,7 +24,6 @@ from opar_sim.experiment.executors import ExecutorConfig, open_executor
 from opar_sim.experiment.rundir import prepare_out_dir
 from opar_sim.experiment.runner import RunResult, run_experiment
 from opar_sim.experiment.spec import ExperimentSpec
-from opar_sim.figures.run import write_run_figures
 
 NAME = "run"
 HELP = "run an experiment spec and write a run directory"
@@ -94,12 +93,15 @@ def execute(
             resume=args.resume,
             on_progress=lambda n: bar.advance(job, n),
             on_note=lambda note: console.print(f"resume: {note}", markup=False, highlight=False),
+            engine=getattr(args, "engine", "simpy"),
         )
     if tables:
         console.print(summary_table(result.summary, f"{spec.name}: means per episode").to_rich())
         outcomes = {name: s["outcomes"] for name, s in result.summary.items()}
         console.print(outcome_table(outcomes).to_rich())
     console.print(f"run directory: [green]{escape(str(result.out))}[/]")
+    from opar_sim.figures.run import write_run_figures  # matplotlib only when drawing
+
     for figure in write_run_figures(spec, result.out):
         console.print(f"figure: [green]{escape(str(figure))}[/]")
     print_llm_costs(result.out, console)

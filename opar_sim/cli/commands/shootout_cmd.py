@@ -49,8 +49,6 @@ from opar_sim.experiment.executors import open_executor
 from opar_sim.experiment.rundir import prepare_out_dir, write_json
 from opar_sim.experiment.spec import Objective
 from opar_sim.experiment.tune import apply_params, executor_evaluate
-from opar_sim.figures import tuning
-from opar_sim.figures.style import save
 
 NAME = "shootout"
 HELP = "tune every controller with the same budget, rank them on held-out seeds (ties as ties)"
@@ -159,6 +157,9 @@ def run(args: argparse.Namespace, console: Console) -> int:
     summary = standings_json(budget, objective, ranked, pairs)
     summary["wall_seconds"] = elapsed
     write_json(out / "shootout.json", summary)
+    from opar_sim.figures import tuning  # matplotlib only when drawing
+    from opar_sim.figures.style import save  # matplotlib only when drawing
+
     figures = save(
         tuning.shootout_figure(
             [s.name for s in ranked],

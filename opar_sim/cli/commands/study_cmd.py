@@ -16,8 +16,6 @@ from opar_sim.cli.render import progress_bar
 from opar_sim.cli.tables import TextTable
 from opar_sim.experiment.build import load_spec
 from opar_sim.experiment.edit import with_overrides
-from opar_sim.figures.memory import learning_curve_figure, rebound_figure
-from opar_sim.figures.style import save
 
 NAME = "study"
 HELP = "run a two-arm memory study: rebound (compression) or learning (Reflexion)"
@@ -107,6 +105,10 @@ def _cell(value: object) -> str:
 
 
 def _figure(study: str, result: StudyResult, name: str, episodes: int) -> list[str]:
+    # matplotlib is imported only when drawing
+    from opar_sim.figures.memory import learning_curve_figure, rebound_figure
+    from opar_sim.figures.style import save
+
     if study == "rebound":
         title = f"{name}: error per round, {episodes} episodes per arm"
         fig = rebound_figure(result.curves, result.context, result.knee, title)

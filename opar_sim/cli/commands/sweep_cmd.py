@@ -15,8 +15,6 @@ from opar_sim.experiment.edit import sweep_points, with_overrides
 from opar_sim.experiment.executors import open_executor
 from opar_sim.experiment.grid import SweepPoint
 from opar_sim.experiment.sweep import SweepResult, run_sweep
-from opar_sim.figures.style import save
-from opar_sim.figures.tuning import sweep_figure
 
 NAME = "sweep"
 HELP = "run a parameter grid ([sweep] table) on common random numbers"
@@ -64,11 +62,15 @@ def run(args: argparse.Namespace, console: Console) -> int:
             on_progress=lambda n: bar.advance(episode_job, n),
             points=points,
             on_note=lambda note: console.print(f"resume: {note}", markup=False, highlight=False),
+            engine=args.engine,
         )
         bar.update(point_job, completed=len(points))
     console.print(sweep_table(result).to_rich())
     console.print(f"sweep directory: [green]{escape(str(result.out))}[/]")
     title = f"{spec.name}: sweep over {', '.join(spec.sweep)}"
+    from opar_sim.figures.style import save  # matplotlib only when drawing
+    from opar_sim.figures.tuning import sweep_figure  # matplotlib only when drawing
+
     for figure in save(sweep_figure(result.rows, title), str(result.out / "sweep")):
         console.print(f"figure: [green]{escape(str(figure))}[/]")
     return 0

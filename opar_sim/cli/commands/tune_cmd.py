@@ -43,8 +43,6 @@ from opar_sim.experiment.tune import (
     toml_snippet,
     tune,
 )
-from opar_sim.figures import tuning
-from opar_sim.figures.style import save
 
 NAME = "tune"
 HELP = "tune controller gains with Optuna; report train and held-out scores"
@@ -178,6 +176,9 @@ def _write(out: Path, name: str, space: Mapping[str, object], result: TuneResult
     write_json(out / "tune.json", summary)
     numbers = [t.number for t in result.trials]
     scores = [t.score for t in result.trials]
+    from opar_sim.figures import tuning  # matplotlib only when drawing
+    from opar_sim.figures.style import save  # matplotlib only when drawing
+
     figures = save(
         tuning.tune_history(numbers, scores, f"{name}: optimisation history"), str(out / "history")
     )

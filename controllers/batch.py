@@ -1,0 +1,313 @@
+"""The shipped Reflect laws written against arrays, for the lockstep batch engine.
+
+Each class here runs one scalar law (the reference implementation) on N
+episodes at once: its state is an array per field, ``decide`` takes the
+evaluation and loop context as arrays and returns the signals
+(``CONTINUE``/``REPLAN``/``TERMINATE`` codes) and the give-up claims.  Only
+the rows of ``mask`` change state.  ``from_scalar`` turns a built scalar law
+into its batch twin, with the same parameters; a law with no twin (the
+oracle, the confidence law, the checker) raises ``Unsupported``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+
+from controllers.bang_bang import BangBang
+from controllers.fixed_interval import FixedInterval
+from controllers.open_loop import OpenLoop
+from controllers.pid import CognitivePID
+from controllers.stall_counter import StallCounter
+from controllers.threshold import ThresholdReflector
+
+CONTINUE, REPLAN, TERMINATE = 0, 1, 2
+
+Signals = tuple[np.ndarray, np.ndarray]  # (signal codes, give-up claims)
+
+
+class Unsupported(ValueError):
+    """A law (or an option of one) that has no batch twin."""
+
+
+@dataclass(slots=True)
+class Reading:
+    """One Reflect of N episodes: the evaluation and the loop's context, as arrays."""
+
+    delta_task: np.ndarray
+    delta_act: np.ndarray
+    delta_plan: np.ndarray
+    confidence: np.ndarray
+    dt: np.ndarray
+    plan_age: np.ndarray
+    plan_exhausted: np.ndarray
+    replans: np.ndarray
+
+
+class BatchLaw(Protocol):
+    """A Reflect law over N episodes."""
+
+    name: str
+
+    def reset(self, n: int) -> None:
+        """Start ``n`` episodes."""
+        ...
+
+    def decide(self, mask: np.ndarray, r: Reading) -> Signals:
+        """The signals of the rows of ``mask`` (others: unspecified, state untouched)."""
+        ...
+
+
+def _codes(term: np.ndarray, replan: np.ndarray) -> np.ndarray:
+    return np.where(term, TERMINATE, np.where(replan, REPLAN, CONTINUE)).astype(np.int8)
+
+
+class BatchPID:
+    """``CognitivePID`` on arrays: the discrete PID, settling, give-up, relay and pace."""
+
+    def __init__(self, law: CognitivePID) -> None:
+        """Copy the scalar law's parameters.
+
+        Args:
+            law: The built scalar law.
+        """
+        self.law = law
+        self.name = law.name
+        self.n = 0
+
+    def reset(self, n: int) -> None:
+        """Every episode's PID as ``CognitivePID.reset`` leaves it."""
+        self.n = n
+        self.i = np.zeros(n)
+        self.d = np.zeros(n)
+        self.previous = np.full(n, np.nan)
+        self.excess = np.zeros(n)
+        self.settled = np.zeros(n, np.int64)
+        self.armed = np.ones(n, bool)
+        self.accumulated = np.zeros(n)
+        self.best_error = np.full(n, np.inf)
+        self.since_best = np.zeros(n, np.int64)
+        self.replans_seen = np.zeros(n, np.int64)
+        self.baseline = np.zeros(n)
+        self.last = np.zeros(n)
+
+    def _update(
+        self, m: np.ndarray, error: np.ndarray, dt: np.ndarray, sample: np.ndarray
+    ) -> np.ndarray:
+        """``DiscretePID.update`` per row (rows outside ``m`` keep their state)."""
+        law = self.law
+        p = law.kp * error
+        i = self.i
+        if law.integral_leak:
+            i = i * np.exp(-law.integral_leak * dt)
+        i = i + law.ki * error * dt
+        if law.back_calculation:
+            i = i + law.back_calculation * self.excess * dt
+        low, high = law.integral_limits
+        i = np.clip(i, low, high)
+        first = np.isnan(self.previous)
+        if law.on_measurement:
+            change = self.previous - sample
+        else:
+            sample = error  # the scalar keeps the last error, not the measurement
+            change = error - self.previous
+        with np.errstate(divide="ignore", invalid="ignore"):
+            if law.tau > 0.0:
+                d = law.tau / (law.tau + dt) * self.d + law.kd * change / (law.tau + dt)
+            else:
+                d = np.where(dt == 0.0, 0.0, law.kd * change / dt)
+        d = np.where(first, 0.0, d)
+        u = p + i + d
+        olow, ohigh = law.output_limits
+        out = np.clip(u, olow, ohigh)
+        self.i = np.where(m, i, self.i)
+        self.d = np.where(m, d, self.d)
+        self.previous = np.where(m, sample, self.previous)
+        self.excess = np.where(m, out - u, self.excess)
+        return np.asarray(out)
+
+    def decide(self, m: np.ndarray, r: Reading) -> Signals:
+        """``CognitivePID.decide`` per row."""
+        law = self.law
+        measurement = r.delta_task
+        error = law.setpoint - measurement
+        if law.pace:
+            new_plan = r.replans != self.replans_seen
+            self.replans_seen = np.where(m, r.replans, self.replans_seen)
+            self.baseline = np.where(m & new_plan, self.last, self.baseline)
+            self.last = np.where(m, measurement, self.last)
+            lag = np.clip(law.pace * r.plan_age - (measurement - self.baseline), 0.0, 1.0)
+            effort = self._update(m, lag, r.dt, law.setpoint - lag)
+        else:
+            effort = self._update(m, error, r.dt, measurement)
+        self.accumulated = np.where(m, self.accumulated + error * r.dt, self.accumulated)
+        low = error < self.best_error - law.give_up_margin
+        self.best_error = np.where(m & low, error, self.best_error)
+        self.since_best = np.where(m, np.where(low, 0, self.since_best + 1), self.since_best)
+        self.settled = np.where(
+            m, np.where(error <= law.settle_band, self.settled + 1, 0), self.settled
+        )
+        settle = (self.settled >= law.settle_count) & (r.confidence >= law.confidence_floor)
+        give = ~settle & (self.accumulated >= law.give_up_after)
+        give &= self.since_best >= law.give_up_window
+        rest = m & ~settle & ~give
+        threshold = law.replan_threshold
+        self.armed |= rest & ~self.armed & (effort <= threshold - law.hysteresis)
+        replan = rest & (effort >= threshold) & (r.plan_age > law.min_dwell) & self.armed
+        if law.integral_on_replan == "reset":
+            self.i = np.where(replan, np.clip(0.0, *law.integral_limits), self.i)
+        elif law.integral_on_replan == "scale":
+            scaled = np.clip(self.i * law.integral_scale, *law.integral_limits)
+            self.i = np.where(replan, scaled, self.i)
+        if law.hysteresis != 0.0:
+            self.armed &= ~replan
+        return _codes(settle | give, replan), give & ~settle
+
+
+class BatchThreshold:
+    """``ThresholdReflector`` on arrays (stateless)."""
+
+    def __init__(self, law: ThresholdReflector) -> None:
+        """Copy the scalar law's thresholds."""
+        self.law = law
+        self.name = law.name
+
+    def reset(self, n: int) -> None:
+        """Stateless."""
+
+    def decide(self, m: np.ndarray, r: Reading) -> Signals:
+        """``ThresholdReflector.decide`` per row."""
+        law = self.law
+        term = r.delta_task >= law.threshold_complete
+        replan = (r.delta_plan > law.threshold_drift) | (r.delta_act < law.threshold_valid)
+        return _codes(term, replan), np.zeros_like(term)
+
+
+class BatchStallCounter:
+    """``StallCounter`` on arrays: the stall and replan counts per episode."""
+
+    def __init__(self, law: StallCounter) -> None:
+        """Copy the scalar law's limits."""
+        self.law = law
+        self.name = law.name
+
+    def reset(self, n: int) -> None:
+        """Clear every episode's counters."""
+        self.stalls = np.zeros(n, np.int64)
+        self.replans = np.zeros(n, np.int64)
+
+    def decide(self, m: np.ndarray, r: Reading) -> Signals:
+        """``StallCounter.decide`` per row."""
+        law = self.law
+        progress = r.delta_act >= law.progress_act
+        stalls = np.where(progress, np.maximum(0, self.stalls - 1), self.stalls + 1)
+        term = r.delta_task >= law.complete
+        stalled = ~term & (stalls >= law.max_stalls)
+        give = stalled & (self.replans >= law.max_replans)
+        replan = stalled & ~give
+        stalls = np.where(replan, 0, stalls)
+        self.stalls = np.where(m, stalls, self.stalls)
+        self.replans = np.where(m & replan, self.replans + 1, self.replans)
+        return _codes(term | give, replan), give
+
+
+class BatchFixedInterval:
+    """``FixedInterval`` on arrays (stateless: the plan's age comes from the loop)."""
+
+    def __init__(self, law: FixedInterval) -> None:
+        """Copy the scalar law's interval."""
+        self.law = law
+        self.name = law.name
+
+    def reset(self, n: int) -> None:
+        """Stateless."""
+
+    def decide(self, m: np.ndarray, r: Reading) -> Signals:
+        """``FixedInterval.decide`` per row."""
+        term = r.delta_task >= self.law.complete
+        return _codes(term, r.plan_age >= self.law.interval), np.zeros_like(term)
+
+
+class BatchBangBang:
+    """``BangBang`` on arrays: the delayed errors as a shift register per episode."""
+
+    def __init__(self, law: BangBang) -> None:
+        """Copy the scalar relay's parameters."""
+        self.law = law
+        self.name = law.name
+
+    def reset(self, n: int) -> None:
+        """Forget the delayed errors (every episode has read none)."""
+        self.errors = np.zeros((n, self.law.delay + 1))
+        self.count = np.zeros(n, np.int64)
+
+    def decide(self, m: np.ndarray, r: Reading) -> Signals:
+        """``BangBang.decide`` per row: the oldest of the last ``delay + 1`` errors."""
+        law = self.law
+        error = 1.0 - r.delta_task
+        size = law.delay + 1
+        full = self.count >= size
+        shifted = np.concatenate([self.errors[:, 1:], error[:, None]], axis=1)
+        filled = self.errors.copy()
+        rows = np.flatnonzero(~full)
+        filled[rows, self.count[rows]] = error[rows]
+        errors = np.where(full[:, None], shifted, filled)
+        self.errors = np.where(m[:, None], errors, self.errors)
+        self.count = np.where(m, np.minimum(self.count + 1, size), self.count)
+        term = r.delta_task >= law.complete
+        return _codes(term, errors[:, 0] > law.threshold), np.zeros_like(term)
+
+
+class BatchOpenLoop:
+    """``OpenLoop`` on arrays: TERMINATE once the plan is exhausted."""
+
+    def __init__(self, law: OpenLoop) -> None:
+        """Nothing to copy."""
+        self.name = law.name
+
+    def reset(self, n: int) -> None:
+        """Stateless."""
+
+    def decide(self, m: np.ndarray, r: Reading) -> Signals:
+        """``OpenLoop.decide`` per row."""
+        term = np.asarray(r.plan_exhausted, bool)
+        return _codes(term, np.zeros_like(term)), np.zeros_like(term)
+
+
+TWINS: dict[type, Any] = {
+    CognitivePID: BatchPID,
+    ThresholdReflector: BatchThreshold,
+    StallCounter: BatchStallCounter,
+    FixedInterval: BatchFixedInterval,
+    BangBang: BatchBangBang,
+    OpenLoop: BatchOpenLoop,
+}
+
+
+def from_scalar(law: object) -> BatchLaw:
+    """The batch twin of a built scalar law, with its parameters.
+
+    Args:
+        law: A built controller (exactly one of the classes in ``TWINS``; a
+            subclass may change the law, so it is refused).
+
+    Returns:
+        The twin, to ``reset(n)`` before use.
+
+    Raises:
+        Unsupported: If the law has no batch twin.
+    """
+    twin = TWINS.get(type(law))
+    if twin is None:
+        names = ", ".join(sorted(str(getattr(c, "name", c.__name__)) for c in TWINS))
+        raise Unsupported(
+            f"controller {getattr(law, 'name', type(law).__name__)!r} has no batch twin "
+            f"(the batch engine runs {names})"
+        )
+    if isinstance(law, CognitivePID) and not math.isfinite(law.setpoint):
+        raise Unsupported("a non-finite set-point")
+    result: BatchLaw = twin(law)
+    return result

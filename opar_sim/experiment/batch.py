@@ -1,0 +1,572 @@
+"""The lockstep batch engine: N episodes of the simulated agent advance together in arrays.
+
+The SimPy engine (``opar_sim.core.loop``) is the reference; this engine runs
+the same Algorithm 1 with the same noisy-expert agent (``SimulatedAgent``),
+the same tool timing (``SimTask.execute``), the same hard limits, and a
+vectorised model of the task (``environments.flight_booking_batch``) and of
+the Reflect law (``controllers.batch``), on every episode at once: step t of
+every live episode is one set of numpy operations.  Each episode keeps its
+own simulated clock, advanced phase by phase, so the time budget cuts an
+episode exactly where SimPy would (the tokens of a call are spent when it
+starts, as in ``SimulatedAgent._llm_call``).
+
+Its random streams are its own (one generator per chunk of episodes, from
+the run seed, the controller's index and the chunk), so the two engines agree
+in distribution, not episode by episode: ``tests/experiment/test_batch.py``
+checks success rate, mean steps, tokens and REPLANs against the SimPy engine.
+What the batch engine does not run (LLM agents, guards, guardrails,
+Reflexion, trials, task wrappers, memory compression) it refuses with a
+``SpecError``; what it leaves out of the rows (steps.jsonl, answers of
+truncated episodes) is in docs/batch.md.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from controllers.batch import REPLAN, TERMINATE, BatchLaw, Reading, Unsupported, from_scalar
+from environments.flight_booking import FlightBooking
+from environments.flight_booking_batch import PAY_POINTS, FlightBookingBatch, take_rows
+from opar_sim.agents.simulated import RESULT_TOKEN_CAP, SimulatedAgent, SimulatedAgentParams
+from opar_sim.core.limits import Limits
+from opar_sim.core.seeding import episode_seed
+from opar_sim.core.types import Outcome, outcome_label
+from opar_sim.experiment.build import build
+from opar_sim.experiment.rundir import to_line
+from opar_sim.experiment.spec import ExperimentSpec, SpecError
+
+ENGINES = ("simpy", "batch")
+BATCH_STREAM = 0xBA7C4  # the spawn-key tag of the batch engine's generators
+CHUNK = 100_000  # episodes held in arrays at once (memory stays flat past it)
+PLAN_STEPS = 5  # len(FlightBooking.plan_template())
+
+# episode status codes
+RUNNING, TERMINATED, INVALID, TOKENS, TIME, MAX_STEPS = range(6)
+STOPS = {TOKENS: "tokens", TIME: "time", MAX_STEPS: "max_steps"}
+
+
+def check_batch(spec: ExperimentSpec) -> None:
+    """Refuse, in one line, a spec the batch engine cannot run.
+
+    Args:
+        spec: A validated spec.
+
+    Raises:
+        SpecError: Naming the first feature the engine lacks.
+    """
+    problem = _unsupported(spec)
+    if problem is not None:
+        raise SpecError(f"--engine batch: {problem} (use the SimPy engine)")
+
+
+def _unsupported(spec: ExperimentSpec) -> str | None:
+    if spec.task.name != FlightBooking.name:
+        return f"no vectorised model of task {spec.task.name!r} (only {FlightBooking.name!r})"
+    if spec.task.wrappers:
+        return "task wrappers are not modelled"
+    if spec.agent.kind != "simulated":
+        return f"agent kind {spec.agent.kind!r} (only the simulated agent)"
+    if spec.trials > 1 or spec.reflexion.attempts > 1:
+        return "trials and Reflexion attempts are not modelled"
+    if spec.guardrail is not None:
+        return "guardrails are not modelled"
+    parts = build(spec)
+    if parts.make_supervisor() is not None:
+        return "convergence guards ([guards]) are not modelled"
+    agent = parts.make_agent()
+    if not isinstance(agent, SimulatedAgent) or type(agent) is not SimulatedAgent:
+        return "only the plain simulated agent"
+    if agent.params.context_max is not None:
+        return "memory compression (context_max) is not modelled"
+    task = parts.make_task()
+    if type(task) is not FlightBooking:
+        return f"no vectorised model of {type(task).__name__}"
+    for _, make in parts.controllers:
+        try:
+            from_scalar(make())
+        except Unsupported as exc:
+            return str(exc)
+    return None
+
+
+@dataclass
+class BatchEpisodes:
+    """Per-episode results of one controller, as arrays in episode order."""
+
+    status: np.ndarray
+    give_up: np.ndarray
+    complete: np.ndarray
+    feasible: np.ndarray
+    progress: np.ndarray
+    steps: np.ndarray
+    best_step: np.ndarray
+    prompt_tokens: np.ndarray
+    completion_tokens: np.ndarray
+    llm_calls: np.ndarray
+    sim_seconds: np.ndarray
+    tool_calls: np.ndarray
+    replans: np.ndarray
+    booked: np.ndarray  # the final booking's flight (-1: none), departure, fare and payment
+    hour: np.ndarray
+    price: np.ndarray
+    pay: np.ndarray
+
+    def answers(self) -> list[str]:
+        """Each episode's final answer, as ``FlightBooking.answer`` words it."""
+        return [
+            "no booking"
+            if fid < 0
+            else f"flight #{fid} at {hour:02d}:00 for {price:.0f}, paid by "
+            + ("points" if pay == PAY_POINTS else "cash")
+            for fid, hour, price, pay in zip(
+                self.booked.tolist(),
+                self.hour.tolist(),
+                self.price.tolist(),
+                self.pay.tolist(),
+                strict=True,
+            )
+        ]
+
+    @property
+    def success(self) -> np.ndarray:
+        """Whether each episode TERMINATEd with the task complete."""
+        return np.asarray((self.status == TERMINATED) & self.complete)
+
+    @property
+    def tokens(self) -> np.ndarray:
+        """Prompt plus completion tokens of each episode."""
+        return np.asarray(self.prompt_tokens + self.completion_tokens)
+
+    def outcomes(self) -> list[str]:
+        """The outcome label of each episode, as ``loop._finish`` judges it."""
+        labels = []
+        for status, complete, give_up, feasible in zip(
+            self.status.tolist(),
+            self.complete.tolist(),
+            self.give_up.tolist(),
+            self.feasible.tolist(),
+            strict=True,
+        ):
+            if status == TERMINATED:
+                if complete:
+                    labels.append(outcome_label(Outcome.SUCCESS))
+                elif give_up:
+                    kind = Outcome.ABANDONED if feasible else Outcome.GAVE_UP
+                    labels.append(outcome_label(kind))
+                else:
+                    labels.append(outcome_label(Outcome.PREMATURE))
+            elif status == INVALID:
+                labels.append(outcome_label(Outcome.ERROR, "invalid_format"))
+            else:
+                labels.append(outcome_label(Outcome.TRUNCATED, STOPS[status]))
+        return labels
+
+
+class _Engine:
+    """The state of N episodes of one controller; ``run`` advances them to their ends."""
+
+    def __init__(
+        self,
+        world: FlightBookingBatch,
+        law: BatchLaw,
+        agent: SimulatedAgentParams,
+        limits: Limits,
+        goal_tokens: int,
+        rng: np.random.Generator,
+    ) -> None:
+        self.world, self.law, self.p, self.limits, self.rng = world, law, agent, limits, rng
+        self.goal_tokens = goal_tokens
+        self.controller_steps = 0  # Reflects run, over all episodes
+
+    def run(self, n: int) -> BatchEpisodes:
+        world, law, p, rng = self.world, self.law, self.p, self.rng
+        world.reset(n, rng)
+        law.reset(n)
+        self.n = n
+        s = self.state = _State(n, p.system_tokens + self.goal_tokens)
+        out = _Out(n)
+        for t in range(1, self.limits.max_steps + 1):
+            self._step(t)
+            ended = ~s.alive & ~s.recorded
+            if t == self.limits.max_steps:
+                s.status = np.where(s.alive, MAX_STEPS, s.status)
+                ended = ~s.recorded
+            if ended.any():
+                self._record(ended, out)
+            if not s.alive.any():
+                break
+            if s.alive.sum() < 0.8 * self.n:  # finished rows cost as much as live ones
+                self._compact()
+        return out.episodes()
+
+    # -- the clock and the model calls ----------------------------------------------
+    def _advance(self, m: np.ndarray, seconds: np.ndarray | float) -> np.ndarray:
+        """Let ``seconds`` pass for the rows of ``m``; cut those past the time budget."""
+        s = self.state
+        s.now = np.where(m, s.now + seconds, s.now)
+        cut = m & (s.now > self.limits.time_budget)
+        if cut.any():
+            s.now = np.where(cut, self.limits.time_budget, s.now)
+            s.status = np.where(cut, TIME, s.status)
+            s.alive &= ~cut
+        return np.asarray(s.alive & m)
+
+    def _call(self, m: np.ndarray, completion: np.ndarray | int) -> np.ndarray:
+        """One model call per row of ``m`` (``SimulatedAgent._llm_call``); the rows still alive."""
+        s, p = self.state, self.p
+        prompt = s.context
+        s.prompt = np.where(m, s.prompt + prompt, s.prompt)
+        s.completion = np.where(m, s.completion + completion, s.completion)
+        s.calls += m
+        seconds = prompt / p.prompt_tokens_per_second + completion / p.tokens_per_second
+        return self._advance(m, seconds)
+
+    # -- one iteration of Algorithm 1 for every live episode ---------------------------
+    def _step(self, t: int) -> None:
+        s, p, world, rng, limits = self.state, self.p, self.world, self.rng, self.limits
+        n = self.n
+        # the hard token limit: the step's worst case must fit (SimulatedAgent.max_step_tokens)
+        completions = np.where(s.fresh, p.plan_tokens, p.continue_tokens)
+        completions = completions + 2 * p.act_tokens + p.eval_tokens
+        bound = 4 * (s.context + completions + RESULT_TOKEN_CAP + 64) + completions
+        over = s.alive & (s.prompt + s.completion + bound > limits.token_budget)
+        s.status = np.where(over, TOKENS, s.status)
+        s.alive &= ~over
+        # Observe
+        a = self._advance(s.alive, p.observe_seconds)
+        s.drift = np.where(a & world.fare_changed_seen, np.maximum(s.drift, 0.8), s.drift)
+        s.context = np.where(a, s.context + 30, s.context)  # Observation.tokens of the task
+        # Plan
+        s.replans += a & s.has_plan & s.fresh
+        new = a & (s.fresh | ~s.has_plan)
+        keep = a & ~new
+        quality = np.zeros(n)
+        drawn = np.flatnonzero(new)  # Beta draws are dear: only the fresh plans'
+        quality[drawn] = rng.beta(p.plan_alpha, p.plan_beta, drawn.size)
+        quality = quality + np.where(s.has_plan & s.critique_right, p.critique_gain, 0.0)
+        quality = np.clip(quality, 0.02, 0.98)
+        done = self._call(a, np.where(new, p.plan_tokens, p.continue_tokens))
+        new &= done
+        keep &= done
+        s.context = np.where(new, s.context + p.plan_tokens, s.context)
+        s.context = np.where(keep, s.context + p.continue_tokens, s.context)
+        s.has_plan |= new
+        s.drift = np.where(new, 0.0, s.drift)
+        s.quality = np.where(new, quality, s.quality)
+        s.cursor = np.where(new, 0, s.cursor)
+        s.plan_age = np.where(new, 0, s.plan_age)
+        # Act: one retry after an output that fails validation
+        a = self._call(s.alive, p.act_tokens)
+        s.context = np.where(a, s.context + p.act_tokens, s.context)
+        s.cursor += a
+        retry = a & (rng.random(n) < p.invalid_format_rate)
+        if retry.any():
+            r = self._call(retry, p.act_tokens)
+            s.context = np.where(r, s.context + p.act_tokens, s.context)
+            a = s.alive & a
+            invalid = r & (rng.random(n) < p.invalid_format_rate)
+        else:
+            invalid = np.zeros(n, bool)
+        world.disturb_until(s.now, a, rng)
+        excess = s.context - p.context_knee
+        factor = 1.0 - p.context_decay * excess / p.context_knee
+        effective = np.where(
+            excess <= 0, s.quality, np.maximum(p.quality_floor, s.quality * factor)
+        )
+        expert = rng.random(n) < effective
+        complete = world.progress() >= 1.0
+        tool, flight, pay = world.expert(complete)
+        wrong_tool, wrong_flight, wrong_pay = world.wrong(rng)
+        tool = np.where(expert, tool, wrong_tool)
+        flight = np.where(expert, flight, wrong_flight)
+        pay = np.where(expert, pay, wrong_pay).astype(np.int8)
+        # the tool call (SimTask.execute): latency, timeout, failure, effect
+        valid = a & ~invalid
+        s.invalid_run = np.where(a & invalid, s.invalid_run + 1, np.where(valid, 0, s.invalid_run))
+        s.tool_calls += valid
+        tp = world.params.tools
+        latency = tp.latency_median * np.exp(tp.latency_sigma * rng.standard_normal(n))
+        timeout = latency > tp.timeout
+        arrived = self._advance(valid, np.where(timeout, tp.timeout, latency))
+        failed = rng.random(n) < tp.failure_rate
+        delivered = arrived & ~timeout & ~failed
+        world.disturb_until(s.now, delivered, rng)
+        ok, tokens = world.apply(delivered, tool, flight, pay)
+        ok &= delivered
+        tokens = np.where(delivered, tokens, 0)
+        a &= s.alive  # less those cut during the tool call
+        s.context = np.where(a, s.context + np.minimum(RESULT_TOKEN_CAP, tokens + 4), s.context)
+        # Reflect: the evaluation from what is visible, then the law
+        a = self._call(a, p.eval_tokens)
+        s.context = np.where(a, s.context + p.eval_tokens, s.context)
+        world.disturb_until(s.now, a, rng)
+        visible = world.visible_progress()
+        productive = visible > s.visible + 1e-9
+        s.visible = np.where(a, visible, s.visible)
+        s.drift = np.where(a, 0.5 * s.drift + np.where(productive, 0.0, 0.5), s.drift)
+        noise = rng.standard_normal((3, n))
+        delta_task = np.clip(visible + p.bias + p.noise * noise[0], 0.0, 1.0)
+        act = np.where(~ok, 0.1, np.where(productive, 1.0, 0.6))
+        delta_act = np.clip(act + 0.5 * p.noise * noise[1], 0.0, 1.0)
+        delta_plan = np.clip(s.drift + 0.5 * p.noise * noise[2], 0.0, 1.0)
+        confidence = np.clip(delta_task * (1.0 - 0.3 * s.drift), 0.0, 1.0)
+        truth = world.progress()
+        s.critique_right = np.where(
+            a, np.abs(delta_task - truth) <= p.critique_tolerance, s.critique_right
+        )
+        s.plan_age += a
+        dt = np.where(np.isnan(s.last_reflect), 0.0, s.now - s.last_reflect)
+        s.last_reflect = np.where(a, s.now, s.last_reflect)
+        reading = Reading(
+            delta_task,
+            delta_act,
+            delta_plan,
+            confidence,
+            dt,
+            s.plan_age,
+            s.cursor >= PLAN_STEPS,
+            s.replans,
+        )
+        signal, give_up = self.law.decide(a, reading)
+        s.steps += a
+        self.controller_steps += int(a.sum())
+        better = a & (delta_task >= s.best_delta)
+        s.best_delta = np.where(better, delta_task, s.best_delta)
+        s.best_step = np.where(better, t, s.best_step)
+        broken = a & (s.invalid_run >= 3)
+        stop = a & ~broken & (signal == TERMINATE)
+        s.status = np.where(broken, INVALID, np.where(stop, TERMINATED, s.status))
+        s.give_up = np.where(stop, give_up, s.give_up)
+        s.best_step = np.where(stop, t, s.best_step)
+        s.alive &= ~(broken | stop)
+        s.fresh = np.where(a, signal == REPLAN, s.fresh)
+
+    def _record(self, ended: np.ndarray, out: _Out) -> None:
+        """Judge the episodes that just ended from their world, at their own clock."""
+        s, world = self.state, self.world
+        world.disturb_until(s.now, ended, self.rng)
+        rows = np.flatnonzero(ended)
+        progress = world.progress()
+        ids = s.ids[rows]
+        out.status[ids] = s.status[rows]
+        out.give_up[ids] = s.give_up[rows]
+        out.progress[ids] = progress[rows]
+        out.complete[ids] = progress[rows] >= 1.0
+        out.feasible[ids] = world.best[rows] >= 0
+        out.steps[ids] = s.steps[rows]
+        out.best_step[ids] = s.best_step[rows]
+        out.prompt[ids] = s.prompt[rows]
+        out.completion[ids] = s.completion[rows]
+        out.calls[ids] = s.calls[rows]
+        out.seconds[ids] = s.now[rows]
+        out.tool_calls[ids] = s.tool_calls[rows]
+        out.replans[ids] = s.replans[rows]
+        booked = world.booked[rows]
+        safe = np.maximum(booked, 0)
+        out.booked[ids] = booked
+        out.pay[ids] = world.pay[rows]
+        out.hour[ids] = world.hour[rows, safe]
+        out.price[ids] = world.price[rows, safe]
+        s.recorded |= ended
+
+    def _compact(self) -> None:
+        """Drop the finished rows from every array (the live ones keep their order)."""
+        s = self.state
+        keep = np.flatnonzero(s.alive)
+        n = self.n
+        take_rows(s, keep, n)
+        take_rows(self.law, keep, n)
+        self.world.take(keep)
+        self.n = len(keep)
+
+
+class _State:
+    """The loop's and the agent's per-episode state (``loop._opar``, ``SimulatedAgent``)."""
+
+    def __init__(self, n: int, context: int) -> None:
+        self.ids = np.arange(n)
+        self.alive = np.ones(n, bool)
+        self.recorded = np.zeros(n, bool)
+        self.status = np.full(n, RUNNING, np.int8)
+        self.give_up = np.zeros(n, bool)
+        self.now = np.zeros(n)
+        self.context = np.full(n, context, np.int64)
+        self.prompt = np.zeros(n, np.int64)
+        self.completion = np.zeros(n, np.int64)
+        self.calls = np.zeros(n, np.int64)
+        self.tool_calls = np.zeros(n, np.int64)
+        self.replans = np.zeros(n, np.int64)
+        self.has_plan = np.zeros(n, bool)
+        self.fresh = np.ones(n, bool)
+        self.quality = np.zeros(n)
+        self.cursor = np.zeros(n, np.int64)
+        self.plan_age = np.zeros(n, np.int64)
+        self.visible = np.zeros(n)
+        self.drift = np.zeros(n)
+        self.critique_right = np.zeros(n, bool)
+        self.invalid_run = np.zeros(n, np.int64)
+        self.last_reflect = np.full(n, np.nan)
+        self.steps = np.zeros(n, np.int64)
+        self.best_delta = np.full(n, -np.inf)
+        self.best_step = np.zeros(n, np.int64)
+
+
+class _Out:
+    """Per-episode results, indexed by the episode's row at the start."""
+
+    def __init__(self, n: int) -> None:
+        self.status = np.zeros(n, np.int8)
+        self.give_up = np.zeros(n, bool)
+        self.complete = np.zeros(n, bool)
+        self.feasible = np.zeros(n, bool)
+        self.progress = np.zeros(n)
+        self.steps = np.zeros(n, np.int64)
+        self.best_step = np.zeros(n, np.int64)
+        self.prompt = np.zeros(n, np.int64)
+        self.completion = np.zeros(n, np.int64)
+        self.calls = np.zeros(n, np.int64)
+        self.seconds = np.zeros(n)
+        self.tool_calls = np.zeros(n, np.int64)
+        self.replans = np.zeros(n, np.int64)
+        self.booked = np.zeros(n, np.int64)
+        self.pay = np.zeros(n, np.int8)
+        self.hour = np.zeros(n, np.int64)
+        self.price = np.zeros(n)
+
+    def episodes(self) -> BatchEpisodes:
+        return BatchEpisodes(
+            self.status,
+            self.give_up,
+            self.complete,
+            self.feasible,
+            self.progress,
+            self.steps,
+            self.best_step,
+            self.prompt,
+            self.completion,
+            self.calls,
+            self.seconds,
+            self.tool_calls,
+            self.replans,
+            self.booked,
+            self.hour,
+            self.price,
+            self.pay,
+        )
+
+
+def run_batch(spec: ExperimentSpec, controller: int, start: int, stop: int) -> BatchEpisodes:
+    """Run episodes ``start``..``stop - 1`` of controller number ``controller`` of ``spec``.
+
+    Args:
+        spec: A spec the batch engine supports (``check_batch``).
+        controller: The index of the controller in ``spec.controller_list()``.
+        start: The first episode.
+        stop: One past the last episode.
+
+    Returns:
+        The episodes' results, in episode order.
+    """
+    parts = build(spec)
+    task = parts.make_task()
+    agent = parts.make_agent()
+    assert isinstance(task, FlightBooking) and isinstance(agent, SimulatedAgent)
+    law = from_scalar(parts.controllers[controller][1]())
+    goal_tokens = max(1, len(task.goal) // 4)
+    pieces: list[BatchEpisodes] = []
+    for first in range(start, stop, CHUNK):
+        last = min(stop, first + CHUNK)
+        seed = np.random.SeedSequence(spec.seed, spawn_key=(BATCH_STREAM, controller, first))
+        engine = _Engine(
+            FlightBookingBatch(task.params),
+            law,
+            agent.params,
+            parts.limits,
+            goal_tokens,
+            np.random.default_rng(seed),
+        )
+        pieces.append(engine.run(last - first))
+    return _concat(pieces)
+
+
+def _concat(pieces: list[BatchEpisodes]) -> BatchEpisodes:
+    if len(pieces) == 1:
+        return pieces[0]
+    fields: dict[str, Any] = {}
+    for name in BatchEpisodes.__dataclass_fields__:
+        values = [getattr(piece, name) for piece in pieces]
+        fields[name] = np.concatenate(values)
+    return BatchEpisodes(**fields)
+
+
+def episode_text(spec: ExperimentSpec, controller: int, start: int, result: BatchEpisodes) -> str:
+    """The episodes.jsonl lines of a batch of episodes, in the SimPy engine's row format.
+
+    Args:
+        spec: The spec they ran from.
+        controller: The controller's index in ``spec.controller_list()``.
+        start: The first episode's number.
+        result: What ``run_batch`` returned.
+
+    Returns:
+        One JSON line per episode.
+    """
+    name = spec.controller_list()[controller].name
+    entropy = episode_seed(spec.seed, 0).entropy
+    seed = entropy if isinstance(entropy, int) else 0
+    success = result.success.tolist()
+    tokens = result.tokens.tolist()
+    columns = zip(
+        result.outcomes(),
+        success,
+        result.steps.tolist(),
+        result.answers(),
+        result.best_step.tolist(),
+        result.progress.tolist(),
+        result.complete.tolist(),
+        result.feasible.tolist(),
+        result.prompt_tokens.tolist(),
+        result.completion_tokens.tolist(),
+        tokens,
+        result.llm_calls.tolist(),
+        result.sim_seconds.tolist(),
+        result.tool_calls.tolist(),
+        result.replans.tolist(),
+        strict=True,
+    )
+    lines = []
+    for i, row in enumerate(columns):
+        outcome, ok, steps, answer, best, progress, complete, feasible = row[:8]
+        prompt, completion, total, calls, seconds, tool_calls, replans = row[8:]
+        lines.append(
+            to_line(
+                {
+                    "episode": start + i,
+                    "seed": seed,
+                    "task": spec.task.name,
+                    "agent": "simulated",
+                    "controller": name,
+                    "outcome": outcome,
+                    "success": ok,
+                    "steps": steps,
+                    "answer": answer,
+                    "best_step": best if steps else None,
+                    "final_progress": progress,
+                    "complete": complete,
+                    "feasible": feasible,
+                    "prompt_tokens": prompt,
+                    "completion_tokens": completion,
+                    "tokens": total,
+                    "llm_calls": calls,
+                    "sim_seconds": seconds,
+                    "tool_calls": tool_calls,
+                    "replans": replans,
+                    "sub_tokens": 0,
+                    "attempt": 1,
+                }
+            )
+        )
+    return "".join(lines)

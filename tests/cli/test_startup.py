@@ -1,0 +1,67 @@
+"""A light start: ``--help`` and ``list`` import no heavy library; pool workers start bare.
+
+Each check runs in a fresh interpreter (the test process itself has imported
+everything).  The worker check runs a script shaped like the ``opar-sim``
+console script (``from opar_sim.cli import main``): a spawned worker re-runs
+that import, so the CLI's main module must not pull in the commands.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+HEAVY = ("matplotlib", "ollama", "llama_cpp", "dask", "distributed", "optuna")
+
+
+def _modules_after(args: list[str]) -> list[str]:
+    code = (
+        "import sys, contextlib, io\n"
+        "from opar_sim.cli.main import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        "    try:\n"
+        f"        main({args!r})\n"
+        "    except SystemExit:\n"
+        "        pass\n"
+        f"print(','.join(m for m in {HEAVY!r} if m in sys.modules))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], check=True, capture_output=True, text=True, cwd=ROOT
+    )
+    return [m for m in out.stdout.strip().split(",") if m]
+
+
+@pytest.mark.parametrize("args", [["--help"], ["list"]])
+def test_help_and_list_import_no_heavy_library(args: list[str]) -> None:
+    assert _modules_after(args) == []
+
+
+def test_the_probe_sees_a_heavy_import() -> None:
+    """The check can fail: drawing a figure does import matplotlib."""
+    code = "import sys\nimport opar_sim.figures.style\nprint('matplotlib' in sys.modules)\n"
+    out = subprocess.run(
+        [sys.executable, "-c", code], check=True, capture_output=True, text=True, cwd=ROOT
+    )
+    assert out.stdout.strip() == "True"
+
+
+def test_pool_workers_import_neither_the_commands_nor_matplotlib(tmp_path: Path) -> None:
+    script = tmp_path / "opar-sim-like"
+    script.write_text(
+        "import sys\n"
+        "from opar_sim.cli import main\n"
+        "if __name__ == '__main__':\n"
+        "    from opar_sim.experiment.executors import ExecutorConfig, open_executor\n"
+        "    from tests.cli.startup_probe import loaded\n"
+        "    with open_executor(ExecutorConfig('process', 2)) as pool:\n"
+        "        print(','.join(pool.submit(loaded).result()))\n",
+        encoding="utf-8",
+    )
+    out = subprocess.run(
+        [sys.executable, str(script)], check=True, capture_output=True, text=True, cwd=ROOT
+    )
+    assert out.stdout.strip() == ""

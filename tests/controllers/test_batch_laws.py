@@ -1,0 +1,87 @@
+"""Each batch law decides exactly as its scalar reference, reading by reading.
+
+Random readings (evaluations, times, plan ages, replans) are fed to N scalar
+laws and to their batch twin side by side; signals and give-up claims must
+be equal on every row at every Reflect, and a masked-out row must not move.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import controllers
+from controllers.batch import CONTINUE, REPLAN, TERMINATE, Reading, Unsupported, from_scalar
+from opar_sim.core.controller import ReflectContext
+from opar_sim.core.types import ControlSignal, Evaluation
+
+CODES = {
+    ControlSignal.CONTINUE: CONTINUE,
+    ControlSignal.REPLAN: REPLAN,
+    ControlSignal.TERMINATE: TERMINATE,
+}
+
+CASES = [
+    ("pid", {}),
+    ("pid", {"hysteresis": 0.3, "min_dwell": 1, "integral_on_replan": "scale"}),
+    ("pid", {"pace": 0.15, "integral_on_replan": "keep", "tau": 2.0}),
+    ("pid", {"give_up_after": 20.0, "give_up_window": 2, "confidence_floor": 0.3}),
+    ("pid", {"output_limits": (0.0, 1.5), "back_calculation": 0.2, "integral_leak": 0.05}),
+    ("pid", {"derivative_on": "measurement", "settle_count": 1}),
+    ("threshold", {}),
+    ("stall_counter", {"max_stalls": 2, "max_replans": 1}),
+    ("fixed_interval", {"interval": 2}),
+    ("bang_bang", {"delay": 2}),
+    ("bang_bang", {}),
+    ("open_loop", {}),
+]
+
+
+@pytest.mark.parametrize(("name", "params"), CASES)
+def test_batch_law_equals_scalar(name: str, params: dict[str, object]) -> None:
+    rng = np.random.default_rng(7)
+    n, steps = 64, 15
+    scalars = [controllers.make(name, **params) for _ in range(n)]
+    for law in scalars:
+        law.reset()
+    twin = from_scalar(controllers.make(name, **params))
+    twin.reset(n)
+    mask = np.ones(n, bool)
+    plan_age = np.zeros(n, np.int64)
+    replans = np.zeros(n, np.int64)
+    for t in range(steps):
+        r = Reading(
+            rng.random(n),
+            rng.random(n),
+            rng.random(n),
+            rng.random(n),
+            np.where(t == 0, 0.0, rng.uniform(2.0, 20.0, n)),
+            plan_age + 1,
+            (plan_age + 1) >= 5,
+            replans.copy(),
+        )
+        signal, give_up = twin.decide(mask, r)
+        for k in np.flatnonzero(mask):
+            ev = Evaluation(
+                r.delta_task[k], r.delta_act[k], r.delta_plan[k], r.confidence[k], "", ()
+            )
+            ctx = ReflectContext(
+                t + 1,
+                0.0,
+                float(r.dt[k]),
+                int(r.plan_age[k]),
+                bool(r.plan_exhausted[k]),
+                int(r.replans[k]),
+            )
+            d = scalars[k].decide(ev, ctx)
+            assert CODES[d.signal] == signal[k], (t, k, d)
+            assert d.give_up == bool(give_up[k]) or d.signal is not ControlSignal.TERMINATE
+            if d.signal is ControlSignal.TERMINATE:
+                mask[k] = False  # the episode ended: its row must no longer matter
+        plan_age = np.where(signal == REPLAN, 0, plan_age + 1)
+        replans += signal == REPLAN
+
+
+def test_unsupported_law_is_refused() -> None:
+    with pytest.raises(Unsupported, match="no batch twin"):
+        from_scalar(controllers.make("oracle"))

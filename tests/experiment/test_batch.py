@@ -1,0 +1,151 @@
+"""The batch engine against the SimPy engine: the same distributions, per controller.
+
+The two engines draw from different streams, so they agree in distribution,
+not episode by episode.  For each shipped controller the batch engine runs
+supports, on ``flight_booking``: success rate, mean steps, mean tokens and mean
+REPLANs of the two engines must agree within a two-sample bound of
+``Z`` standard errors, sqrt(s1²/n1 + s2²/n2) with each engine's own sample
+variance (a Welch-style bound; Z = 4 keeps the 24 comparisons' family-wise
+false alarm below 0.2 %).  The test runs ``SIMPY_EPISODES`` SimPy episodes
+(2,000 by default, the cost of the test; ``OPAR_SIM_BATCH_EPISODES`` raises it,
+10,000 for the figures in docs/batch.md) against 10 times as many batch ones.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from opar_sim.core.loop import run_episode
+from opar_sim.core.seeding import episode_seed
+from opar_sim.experiment.batch import check_batch, run_batch
+from opar_sim.experiment.build import build, load_spec
+from opar_sim.experiment.edit import with_overrides
+from opar_sim.experiment.spec import SpecError
+
+ROOT = Path(__file__).resolve().parents[2]
+SPEC = ROOT / "experiments" / "flight_booking.toml"
+SIMPY_EPISODES = int(os.environ.get("OPAR_SIM_BATCH_EPISODES", "2000"))
+BATCH_EPISODES = 10 * SIMPY_EPISODES
+Z = 4.0
+CONTROLLERS = ("pid", "threshold", "stall_counter", "fixed_interval", "bang_bang", "open_loop")
+METRICS = ("success", "steps", "tokens", "replans")
+
+
+def simpy_metrics(controller: str, episodes: int) -> dict[str, np.ndarray]:
+    """Per-episode success, steps, tokens and REPLANs of the SimPy engine."""
+    spec = with_overrides(load_spec(SPEC), controller=controller)
+    parts = build(spec)
+    task, agent = parts.make_task(), parts.make_agent()
+    law = parts.controllers[0][1]()
+    rows = []
+    for i in range(episodes):
+        r = run_episode(task, agent, law, parts.limits, episode_seed(spec.seed, i), episode=i)
+        rows.append((r.success, len(r.steps), r.cost.tokens, r.cost.replans))
+    values = np.array(rows, float)
+    return {name: values[:, k] for k, name in enumerate(METRICS)}
+
+
+def batch_metrics(controller: str, episodes: int) -> dict[str, np.ndarray]:
+    """The same per-episode metrics from the batch engine."""
+    spec = with_overrides(load_spec(SPEC), controller=controller)
+    r = run_batch(spec, 0, 0, episodes)
+    return {
+        "success": r.success.astype(float),
+        "steps": r.steps.astype(float),
+        "tokens": r.tokens.astype(float),
+        "replans": r.replans.astype(float),
+    }
+
+
+def differences(
+    a: dict[str, np.ndarray], b: dict[str, np.ndarray]
+) -> dict[str, tuple[float, float, float, float]]:
+    """Per metric: (mean a, mean b, b − a, the two-sample standard error)."""
+    out = {}
+    for name in METRICS:
+        x, y = a[name], b[name]
+        se = float(np.sqrt(x.var(ddof=1) / len(x) + y.var(ddof=1) / len(y)))
+        out[name] = (float(x.mean()), float(y.mean()), float(y.mean() - x.mean()), se)
+    return out
+
+
+@pytest.mark.parametrize("controller", CONTROLLERS)
+def test_batch_engine_matches_simpy(controller: str) -> None:
+    found = differences(
+        simpy_metrics(controller, SIMPY_EPISODES), batch_metrics(controller, BATCH_EPISODES)
+    )
+    for name, (simpy_mean, batch_mean, diff, se) in found.items():
+        assert se > 0 or diff == 0
+        assert abs(diff) <= Z * se, (
+            f"{controller} {name}: simpy {simpy_mean:.4g}, batch {batch_mean:.4g}, "
+            f"difference {diff:.4g} > {Z} × {se:.3g}"
+        )
+
+
+def test_bound_detects_a_different_law() -> None:
+    """The bound can fail: a PID with another threshold is told apart from the default."""
+    base = batch_metrics("pid", 5000)
+    spec = with_overrides(load_spec(SPEC), controller="pid")
+    spec = spec.model_copy(
+        update={
+            "controller": spec.controller.model_copy(update={"params": {"replan_threshold": 0.6}})
+        }
+    )
+    r = run_batch(spec, 0, 0, 5000)
+    replans = differences(base, {**base, "replans": r.replans.astype(float)})["replans"]
+    assert abs(replans[2]) > Z * replans[3]
+
+
+def test_the_batch_engine_refuses_what_it_does_not_model() -> None:
+    spec = with_overrides(load_spec(SPEC), controller="oracle")
+    with pytest.raises(SpecError, match="no batch twin"):
+        check_batch(spec)
+    other = load_spec(ROOT / "experiments" / "research_qa_faults.toml")
+    with pytest.raises(SpecError, match="no vectorised model"):
+        check_batch(other)
+
+
+def test_batch_runs_are_reproducible() -> None:
+    spec = with_overrides(load_spec(SPEC), controller="pid")
+    a, b = run_batch(spec, 0, 0, 300), run_batch(spec, 0, 0, 300)
+    assert a.tokens.tolist() == b.tokens.tolist()
+    assert a.outcomes() == b.outcomes()
+
+
+def test_run_and_sweep_take_engine_batch(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--engine batch`` writes the ordinary run files; a sweep gets one run per point."""
+    from opar_sim.cli.main import main
+    from opar_sim.experiment.rundir import iter_episodes, read_json
+
+    out = tmp_path / "run"
+    assert (
+        main(["run", str(SPEC), "--engine", "batch", "--episodes", "200", "--out", str(out)]) == 0
+    )
+    rows = list(iter_episodes(out))
+    assert [r["episode"] for r in rows] == list(range(200))
+    summary = read_json(out / "summary.json")
+    assert summary["pid"]["episodes"] == 200
+    assert summary["pid"]["success_rate"] == sum(r["success"] for r in rows) / 200
+    sweep = tmp_path / "sweep"
+    args = ["sweep", str(ROOT / "experiments" / "pid_gain_map.toml"), "--engine", "batch"]
+    assert main([*args, "--episodes", "20", "--out", str(sweep)]) == 0
+    points = read_json(sweep / "sweep_summary.json")
+    assert len(points) == 25 and all(p["summary"]["pid"]["episodes"] == 20 for p in points)
+    bad = [
+        "run",
+        str(SPEC),
+        "--engine",
+        "batch",
+        "--controller",
+        "oracle",
+        "--out",
+        str(tmp_path / "x"),
+    ]
+    assert main(bad) == 2
+    assert "no batch twin" in capsys.readouterr().err
