@@ -22,7 +22,7 @@ the same seeds.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,12 +39,10 @@ from controllers.sprt import (
     done_bin,
 )
 from opar_sim.analysis.stats import Estimate, paired_interval
-from opar_sim.core.loop import run_episode
-from opar_sim.core.seeding import episode_seed
 from opar_sim.core.controller import ReflectContext
 from opar_sim.core.types import EpisodeResult, Outcome, StepRecord
-from opar_sim.experiment.build import build
 from opar_sim.experiment.edit import apply_changes
+from opar_sim.experiment.runner import simulate
 from opar_sim.experiment.spec import ExperimentSpec
 
 TUNING_SEED = 100  # calibration episodes: spec seed 100 (reports and measurements never use it)
@@ -72,23 +70,13 @@ def with_controller(
     spec: ExperimentSpec, name: str, params: Mapping[str, Any], bias: float | None = None
 ) -> ExperimentSpec:
     """``spec`` running only ``name(**params)``, with the simulated agent's bias set if given."""
-    changes: dict[str, Any] = {"compare": None, "controller": {"name": name, "params": dict(params)}}
+    changes: dict[str, Any] = {
+        "compare": None,
+        "controller": {"name": name, "params": dict(params)},
+    }
     if bias is not None:
         changes["agent.params.bias"] = bias
     return apply_changes(spec, changes, f"{spec.name}: {name}")
-
-
-def simulate(spec: ExperimentSpec, episodes: int, seed: int) -> Iterator[EpisodeResult]:
-    """The spec's first controller on episodes 0..episodes−1 of ``seed``, in this process."""
-    parts = build(spec)
-    task, agent = parts.make_task(), parts.make_agent()
-    make = parts.controllers[0][1]
-    for i in range(episodes):
-        supervisor = parts.make_supervisor()
-        yield run_episode(
-            task, agent, make(), parts.limits, episode_seed(seed, i), episode=i,
-            supervisor=supervisor,
-        )  # fmt: skip
 
 
 def _llr(counts: np.ndarray) -> list[float]:
@@ -336,9 +324,7 @@ def token_saving(
         difference (base − law) with its 95 % bootstrap interval.
     """
     pairs = [
-        (a.cost.tokens, b.cost.tokens)
-        for a, b in zip(base, law, strict=True)
-        if not a.success
+        (a.cost.tokens, b.cost.tokens) for a, b in zip(base, law, strict=True) if not a.success
     ]
     if not pairs:
         return {"failing": 0}

@@ -11,6 +11,7 @@ from opar_sim.cli.commands import (
     calibrate_cmd,
     claims_cmd,
     compare_cmd,
+    detectors_cmd,
     doctor_cmd,
     list_cmd,
     plot_cmd,
@@ -19,6 +20,7 @@ from opar_sim.cli.commands import (
     report_cmd,
     run_cmd,
     shootout_cmd,
+    sprt_cmd,
     study_cmd,
     sweep_cmd,
     tune_cmd,
@@ -40,6 +42,8 @@ COMMANDS: tuple[ModuleType, ...] = (
     shootout_cmd,
     ablate_cmd,
     claims_cmd,
+    sprt_cmd,
+    detectors_cmd,
 )
 
 __all__ = ["COMMANDS"]
