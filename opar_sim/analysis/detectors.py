@@ -30,9 +30,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy import stats as sps
 
-from opar_sim.analysis.stats import wilson_interval
+from opar_sim.analysis.stats import median_interval, wilson_interval
 from opar_sim.core.detectors import DETECTORS, Detector
 from opar_sim.core.types import EpisodeResult
 
@@ -88,25 +87,6 @@ def scores(detector: Detector, episode: EpisodeResult) -> list[float]:
     """The detector's score after each step of ``episode`` (it is reset first)."""
     detector.reset(np.random.default_rng(0))
     return [detector.score(s) for s in episode.steps]
-
-
-def median_interval(values: Sequence[float], confidence: float = 0.95) -> tuple[float, float]:
-    """Distribution-free interval of the median from order statistics (binomial ranks).
-
-    Args:
-        values: The sample.
-        confidence: The coverage.
-
-    Returns:
-        (low, high); (nan, nan) for an empty sample.
-    """
-    x = np.sort(np.asarray(values, dtype=float))
-    n = len(x)
-    if n == 0:
-        return float("nan"), float("nan")
-    lo = int(sps.binom.ppf((1 - confidence) / 2, n, 0.5))
-    hi = int(sps.binom.ppf(1 - (1 - confidence) / 2, n, 0.5))
-    return float(x[max(lo - 1, 0)]), float(x[min(hi, n - 1)])
 
 
 @dataclass(frozen=True)

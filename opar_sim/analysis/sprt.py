@@ -27,7 +27,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy import stats as sps
 
 from controllers.sprt import (
     ABANDON_LLR,
@@ -38,7 +37,7 @@ from controllers.sprt import (
     act_bin,
     done_bin,
 )
-from opar_sim.analysis.stats import Estimate, paired_interval
+from opar_sim.analysis.stats import Estimate, clopper_pearson, paired_interval
 from opar_sim.core.controller import ReflectContext
 from opar_sim.core.types import EpisodeResult, Outcome, StepRecord
 from opar_sim.experiment.edit import apply_changes
@@ -47,23 +46,6 @@ from opar_sim.experiment.spec import ExperimentSpec
 
 TUNING_SEED = 100  # calibration episodes: spec seed 100 (reports and measurements never use it)
 EVALUATION_SEED = 1_000_003  # measurement episodes: seen by no calibration
-
-
-def clopper_pearson(k: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
-    """The exact (Clopper–Pearson) interval of a binomial share ``k / n``.
-
-    Args:
-        k: Events.
-        n: Trials (> 0).
-        confidence: Two-sided coverage.
-
-    Returns:
-        (low, high); 0 and 1 at the edges.
-    """
-    a = 1.0 - confidence
-    low = 0.0 if k == 0 else float(sps.beta.ppf(a / 2, k, n - k + 1))
-    high = 1.0 if k == n else float(sps.beta.ppf(1 - a / 2, k + 1, n - k))
-    return low, high
 
 
 def with_controller(
@@ -80,7 +62,7 @@ def with_controller(
 
 
 def _llr(counts: np.ndarray) -> list[float]:
-    """log p(· | row 1) − log p(· | row 0) with add-one smoothing."""
+    """Log p(· | row 1) − log p(· | row 0) with add-one smoothing."""
     p = (counts + 1.0) / (counts + 1.0).sum(axis=1, keepdims=True)
     return [float(x) for x in np.log(p[1]) - np.log(p[0])]
 

@@ -1,4 +1,4 @@
-"""Stall and loop detectors as guards: the rules agent frameworks ship by hand, and two from control.
+"""Stall and loop detectors as guards: the hand-made rules of agent frameworks, two from control.
 
 Each detector keeps a *score* that it updates from every finished step
 (``score``) and fires when the score reaches its ``threshold``; as a guard it
@@ -44,7 +44,7 @@ def _call(record: StepRecord) -> str:
 class Detector:
     """A score over the steps and a threshold; a REPLAN when the score reaches it."""
 
-    name: ClassVar[str] = "detector"
+    name: str = "detector"
     default: ClassVar[float] = 1.0
 
     def __init__(self, threshold: float | None = None) -> None:

@@ -291,7 +291,7 @@ class HumanGateSpec(BaseModel):
 
 
 class DetectorsSpec(BaseModel):
-    """``detectors = {same_call = 3, stall = 3, ...}``: each stall detector's threshold; off if left out.
+    """``detectors = {same_call = 3, stall = 3, ...}``: each detector's threshold; off if left out.
 
     A detector that fires turns a CONTINUE into a REPLAN (``opar_sim.core.detectors``).
     """
@@ -386,7 +386,7 @@ class GuardsSpec(BaseModel):
 
 GUARDS: Registry[Guard] = Registry("guard")
 """The guards by the name of their ``[guards]`` key."""
-for _guard in (
+_GUARD_TYPES: tuple[type[Guard], ...] = (
     ConfirmStop,
     MaxIterations,
     TimeBudget,
@@ -397,5 +397,6 @@ for _guard in (
     ConfidenceStop,
     HumanGate,
     *DETECTORS,
-):
+)
+for _guard in _GUARD_TYPES:
     GUARDS.register(_guard.name, _guard)

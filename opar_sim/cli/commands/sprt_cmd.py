@@ -153,7 +153,7 @@ def sprt_table(summary: dict[str, Any], beta: float) -> TextTable:
         notes.append(
             f"token saving vs threshold on the {s['failing']} episodes threshold fails: "
             f"{s['saving']:.0f} [{lo:.0f}, {hi:.0f}] tokens per episode "
-            f"({s['saving_share']:.1%} of threshold's {s['base_tokens']:.0f}; paired bootstrap 95 %)"
+            f"({s['saving_share']:.1%} of threshold's {s['base_tokens']:.0f}; paired bootstrap)"
         )
     columns = [
         "agent",
