@@ -1,0 +1,57 @@
+"""sprt's calibration and its guarantee: exact pieces, then a measured false-abandon rate."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from opar_sim.analysis.sprt import (
+    EVALUATION_SEED,
+    TUNING_SEED,
+    abandon_curve,
+    calibrate,
+    pac_boundary,
+    token_saving,
+    with_controller,
+)
+from opar_sim.analysis.stats import clopper_pearson
+from opar_sim.experiment.build import load_spec
+from opar_sim.experiment.runner import simulate
+
+
+def test_clopper_pearson_at_the_edges_has_a_closed_form():
+    # k = 0: upper = 1 − (α/2)^(1/n); k = n: lower = (α/2)^(1/n)
+    assert clopper_pearson(0, 50) == (0.0, pytest.approx(1 - 0.025 ** (1 / 50)))
+    assert clopper_pearson(50, 50) == (pytest.approx(0.025 ** (1 / 50)), 1.0)
+    low, high = clopper_pearson(5, 100)
+    assert low < 0.05 < high
+    assert (round(low, 4), round(high, 4)) == (0.0164, 0.1128)
+
+
+def test_pac_boundary_is_the_smallest_value_with_a_small_enough_upper_bound():
+    sups = [float(i) for i in range(100)] + [-math.inf] * 900  # 1000 episodes
+    # b = 59: 40 above (CP upper 5.4 %); b = 61: 38 above, upper 5.17 %; b = 63: 36, 4.95 %
+    assert clopper_pearson(36, 1000)[1] <= 0.05 < clopper_pearson(37, 1000)[1]
+    assert pac_boundary(sups, 0.05) == 63.0
+    assert pac_boundary([1.0, 2.0], 0.01) == math.inf
+
+
+def test_the_false_abandon_rate_holds_on_held_out_episodes():
+    """Calibrated on 600 tuning episodes, measured on 1500 evaluation episodes.
+
+    The claim tested is the guarantee (a false-abandon share at most β = 0.05):
+    the exact 95 % interval of the share by every step must not lie above β;
+    the law must give up on some infeasible episodes (the test is not vacuous).
+    """
+    spec = load_spec("experiments/flight_booking_infeasible.toml")
+    cal = calibrate(spec, episodes=600, seed=TUNING_SEED)
+    assert math.isfinite(cal.params["abandon_boundary"])
+    law = list(simulate(with_controller(spec, "sprt", cal.params), 1500, EVALUATION_SEED))
+    curve = abandon_curve(law, spec.limits.max_steps)
+    assert all(low <= 0.05 for low, _ in curve.band())
+    assert curve.by_step == sorted(curve.by_step)
+    assert curve.outcomes.get("gave_up", 0) > 100
+    base = list(simulate(with_controller(spec, "threshold", {}), 1500, EVALUATION_SEED))
+    saving = token_saving(base, law)
+    assert saving["saving_ci95"][0] > 0  # it saves tokens where threshold fails
