@@ -18,6 +18,7 @@ from typing import Any
 
 from rich.console import Console
 
+from opar_sim.agents.simulated import SimulatedAgentParams
 from opar_sim.analysis.sprt import (
     EVALUATION_SEED,
     TUNING_SEED,
@@ -70,7 +71,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
     spec = load_spec(args.spec)
     if spec.agent.kind != "simulated":
         raise UsageError("sprt: the spec's agent must be the simulated one")
-    bias = float(spec.agent.params.get("bias", 0.05))
+    bias = float(spec.agent.params.get("bias", SimulatedAgentParams.model_fields["bias"].default))
     out: Path = args.out or default_out(f"{spec.name}-sprt")
     prepare_out_dir(out)
     out.mkdir(parents=True, exist_ok=True)
