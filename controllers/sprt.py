@@ -17,15 +17,17 @@ stream of evaluations (see docs/sprt.md):
   false abandons (giving up on a feasible task) is ``beta``.
 
 The likelihood ratios are tables of binned frequencies fitted on tuning
-episodes (``opar_sim.analysis.sprt.calibrate``).  With an exact model the
-likelihood ratio is a nonnegative martingale under the null and Ville's
-inequality makes ``log(1/β)`` an anytime-valid boundary; the steps of one
-episode are not independent (a bad plan makes no-progress steps persist), so
-the calibrated boundary is the larger of Ville's and the one whose
-exceedance rate on the tuning episodes has a Clopper–Pearson upper bound
-below the rate asked for.  The defaults are flight_booking's with
-``infeasible_rate = 0.3`` (tuning seed 100, episodes 0..4999; never the
-evaluation seeds), α = β = 0.05.
+episodes (``opar_sim.analysis.sprt.calibrate``); the δ_act table is
+conditioned on the number of productive steps so far (a Markov summary of the
+history, since an infeasible world allows only a few).  With an exact model
+the likelihood ratio is a nonnegative martingale under the null and Ville's
+inequality makes ``log(1/β)`` an anytime-valid boundary (the default when no
+calibrated boundary is given).  The steps of one episode are not independent
+given feasibility (a bad plan makes no-progress steps persist), so the
+calibrated boundaries are instead the smallest whose exceedance share on the
+tuning episodes has a 95 % Clopper–Pearson upper bound at most the rate asked
+for.  The defaults are flight_booking's with ``infeasible_rate = 0.3``
+(tuning seed 100, episodes 0..4999; never the evaluation seeds), α = β = 0.05.
 
 Between stops it replans like Algorithm 2's threshold law: δ_plan >
 ``threshold_drift`` or δ_act < ``threshold_valid``.  Neither rule reads the

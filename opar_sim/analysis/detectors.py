@@ -36,6 +36,7 @@ from opar_sim.core.detectors import DETECTORS, Detector
 from opar_sim.core.types import EpisodeResult
 
 STUCK_K = 3
+TUNING_SEED = 100  # thresholds are chosen on this seed's episodes, never the evaluation's
 THRESHOLDS: dict[str, tuple[float, ...]] = {
     "same_call": (2, 3, 4, 5, 6),
     "pattern": (3, 4, 5, 6, 8),
