@@ -76,7 +76,13 @@ def abandon_cell(productive: int, delta_act: float) -> int:
 
 
 class SPRTReflector:
-    """Two sequential tests: δ_task CUSUM → done at rate α; δ_act SPRT → give up at rate β."""
+    """Two sequential tests: δ_task CUSUM → done at rate α; δ_act SPRT → give up at rate β.
+
+    Parameters: the error rates ``alpha`` and ``beta``; the likelihood tables
+    ``done_llr`` and ``abandon_llr``; the calibrated ``done_boundary`` and
+    ``abandon_boundary``; the REPLAN rule's ``threshold_drift`` and
+    ``threshold_valid``.
+    """
 
     name = "sprt"
 
