@@ -213,6 +213,35 @@ def _statistics(
     return out
 
 
+@dataclass(frozen=True, slots=True)
+class Row:
+    """What the measurement keeps of an episode (small enough to send between processes)."""
+
+    outcome: str
+    steps: int
+    tokens: int
+    success: bool
+    feasible: bool  # at its first step
+
+
+def row_of(result: EpisodeResult) -> Row:
+    """The measurement's row of an episode."""
+    first = result.steps[0] if result.steps else None
+    return Row(
+        result.outcome,
+        len(result.steps),
+        result.cost.tokens,
+        result.success,
+        first is None or first.feasible,
+    )
+
+
+def run_arm(spec_json: str, episodes: int, seed: int) -> list[Row]:
+    """The rows of a spec's episodes; module-level so a process pool can run it."""
+    spec = ExperimentSpec.model_validate_json(spec_json)
+    return [row_of(r) for r in simulate(spec, episodes, seed)]
+
+
 @dataclass
 class AbandonCurve:
     """The share of feasible episodes falsely given up by step t, t = 1..T."""
@@ -255,12 +284,12 @@ class AbandonCurve:
 
 
 def abandon_curve(
-    results: Sequence[EpisodeResult], horizon: int, label: str = "", bias: float = 0.0
+    results: Sequence[Row], horizon: int, label: str = "", bias: float = 0.0
 ) -> AbandonCurve:
     """Count false abandons (outcome ``abandoned``) by the step they happened at.
 
     Args:
-        results: Episodes of one law.
+        results: Rows of one law's episodes (``row_of``).
         horizon: The last step of the curve (the spec's ``max_steps``).
         label: A name for the curve.
         bias: The agent's bias, recorded.
@@ -274,11 +303,10 @@ def abandon_curve(
     premature = 0
     for r in results:
         outcomes[r.outcome] = outcomes.get(r.outcome, 0) + 1
-        first = r.steps[0] if r.steps else None
-        feasible += bool(first is None or first.feasible)
+        feasible += r.feasible
         premature += r.outcome == Outcome.PREMATURE.value
         if r.outcome == Outcome.ABANDONED.value:
-            at[min(horizon, len(r.steps))] += 1
+            at[min(horizon, r.steps)] += 1
     cumulative = np.cumsum(at)[1:]
     return AbandonCurve(
         label,
@@ -291,23 +319,19 @@ def abandon_curve(
     )
 
 
-def token_saving(
-    base: Sequence[EpisodeResult], law: Sequence[EpisodeResult], seed: int = 0
-) -> dict[str, Any]:
+def token_saving(base: Sequence[Row], law: Sequence[Row], seed: int = 0) -> dict[str, Any]:
     """Tokens ``base`` spends minus ``law``'s, paired, on the episodes ``base`` fails.
 
     Args:
-        base: Episodes of the reference law (``threshold``), on the same seeds as ``law``.
-        law: Episodes of ``sprt``.
+        base: Rows of the reference law (``threshold``), on the same seeds as ``law``.
+        law: Rows of ``sprt``.
         seed: The bootstrap's seed.
 
     Returns:
         The number of failing episodes, each law's mean tokens there and the paired
         difference (base − law) with its 95 % bootstrap interval.
     """
-    pairs = [
-        (a.cost.tokens, b.cost.tokens) for a, b in zip(base, law, strict=True) if not a.success
-    ]
+    pairs = [(a.tokens, b.tokens) for a, b in zip(base, law, strict=True) if not a.success]
     if not pairs:
         return {"failing": 0}
     a_tokens = [float(a) for a, _ in pairs]

@@ -12,6 +12,7 @@ from opar_sim.analysis.sprt import (
     abandon_curve,
     calibrate,
     pac_boundary,
+    row_of,
     token_saving,
     with_controller,
 )
@@ -47,11 +48,15 @@ def test_the_false_abandon_rate_holds_on_held_out_episodes():
     spec = load_spec("experiments/flight_booking_infeasible.toml")
     cal = calibrate(spec, episodes=600, seed=TUNING_SEED)
     assert math.isfinite(cal.params["abandon_boundary"])
-    law = list(simulate(with_controller(spec, "sprt", cal.params), 1500, EVALUATION_SEED))
+    law = [
+        row_of(r)
+        for r in simulate(with_controller(spec, "sprt", cal.params), 1500, EVALUATION_SEED)
+    ]
     curve = abandon_curve(law, spec.limits.max_steps)
     assert all(low <= 0.05 for low, _ in curve.band())
     assert curve.by_step == sorted(curve.by_step)
     assert curve.outcomes.get("gave_up", 0) > 100
-    base = list(simulate(with_controller(spec, "threshold", {}), 1500, EVALUATION_SEED))
+    thr = with_controller(spec, "threshold", {})
+    base = [row_of(r) for r in simulate(thr, 1500, EVALUATION_SEED)]
     saving = token_saving(base, law)
     assert saving["saving_ci95"][0] > 0  # it saves tokens where threshold fails

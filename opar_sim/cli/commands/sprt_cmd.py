@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import time
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,7 @@ from opar_sim.analysis.sprt import (
     TUNING_SEED,
     abandon_curve,
     calibrate,
+    run_arm,
     token_saving,
     with_controller,
 )
@@ -31,7 +33,6 @@ from opar_sim.cli.commands.common import UsageError, default_out, int_at_least
 from opar_sim.cli.tables import TextTable
 from opar_sim.experiment.build import load_spec
 from opar_sim.experiment.rundir import prepare_out_dir, write_json
-from opar_sim.experiment.runner import simulate
 from opar_sim.figures.stopping import abandon_figure
 from opar_sim.figures.style import save
 
@@ -59,6 +60,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--beta", type=_rate, default=0.05, help="false-abandon rate")
     parser.add_argument("--shift", type=float, default=0.2, help="bias shift of the other agents")
     parser.add_argument("--out", type=Path, help="output directory (default: runs/NAME/TIMESTAMP)")
+    parser.add_argument(
+        "--workers", type=int_at_least(1), default=1, help="processes for the four arms"
+    )
 
 
 def run(args: argparse.Namespace, console: Console) -> int:
@@ -82,19 +86,23 @@ def run(args: argparse.Namespace, console: Console) -> int:
         f"bias {bias - args.shift:+.2f} (−{args.shift:g})": bias - args.shift,
         f"bias {bias + args.shift:+.2f} (+{args.shift:g})": bias + args.shift,
     }
-    curves = []
-    saving: dict[str, Any] = {}
-    success: dict[str, float] = {}
-    for k, (label, b) in enumerate(agents.items()):
-        law = list(simulate(with_controller(spec, "sprt", cal.params, b), args.episodes,
-                            EVALUATION_SEED))  # fmt: skip
-        curves.append(abandon_curve(law, horizon, label, b))
-        success[label] = sum(r.success for r in law) / len(law)
-        if k == 0:
-            base = list(simulate(with_controller(spec, "threshold", {}, b), args.episodes,
-                                 EVALUATION_SEED))  # fmt: skip
-            saving = token_saving(base, law)
-            success["threshold"] = sum(r.success for r in base) / len(base)
+    arms = [with_controller(spec, "sprt", cal.params, b) for b in agents.values()]
+    arms.append(with_controller(spec, "threshold", {}, bias))
+    jobs = [(a.model_dump_json(), args.episodes, EVALUATION_SEED) for a in arms]
+    if args.workers > 1:
+        with ProcessPoolExecutor(args.workers) as pool:
+            rows = list(pool.map(run_arm, *zip(*jobs, strict=True)))
+    else:
+        rows = [run_arm(*job) for job in jobs]
+    curves = [
+        abandon_curve(r, horizon, label, b)
+        for r, (label, b) in zip(rows, agents.items(), strict=False)
+    ]
+    success = {
+        c.label: sum(x.success for x in r) / len(r) for c, r in zip(curves, rows, strict=False)
+    }
+    success["threshold"] = sum(x.success for x in rows[-1]) / len(rows[-1])
+    saving = token_saving(rows[-1], rows[0])
     elapsed = time.perf_counter() - started
     summary = {
         "spec": args.spec,
