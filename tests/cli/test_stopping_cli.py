@@ -14,7 +14,7 @@ def test_detectors_prints_the_table_and_writes_json_and_the_figure(tmp_path, cap
     out = tmp_path / "det"
     assert main(["detectors", SPEC, "--episodes", "15", "--out", str(out)]) == 0
     printed = capsys.readouterr().out
-    assert "stall and loop detectors" in printed and "best (F1)" in printed
+    assert "stall and loop detectors" in printed and "best (F1 on tuning)" in printed
     data = json.loads((out / "detectors.json").read_text())
     assert set(data["detectors"]) == {
         "same_call", "pattern", "stall", "near_identical", "cusum", "integral"
