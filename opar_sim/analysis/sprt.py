@@ -135,7 +135,11 @@ def calibrate(
             act[int(not s.feasible), abandon_cell(productive, s.evaluation.delta_act)] += 1
             productive += act_bin(s.evaluation.delta_act) == N_ACT - 1
             done[int(s.complete), done_bin(s.evaluation.delta_task)] += 1
-    fitted = {"done_llr": _llr(done), "abandon_llr": _llr(act)}
+    # rounded as the law will be given them, so the boundaries fit the law exactly
+    fitted = {
+        "done_llr": [round(x, 4) for x in _llr(done)],
+        "abandon_llr": [round(x, 4) for x in _llr(act)],
+    }
     traces = [_statistics(r, fitted) for r in runs]
     abandon_sups = [
         max((a for a, _, s in trace if s.feasible and not s.complete), default=-math.inf)
@@ -146,8 +150,8 @@ def calibrate(
     params = {
         "alpha": alpha,
         "beta": beta,
-        "done_llr": [round(x, 4) for x in fitted["done_llr"]],
-        "abandon_llr": [round(x, 4) for x in fitted["abandon_llr"]],
+        "done_llr": fitted["done_llr"],
+        "abandon_llr": fitted["abandon_llr"],
         "done_boundary": done_at,
         "abandon_boundary": abandon_at,
     }
@@ -176,20 +180,36 @@ def done_boundary(
         The boundary (``inf`` when none qualifies).
     """
     n = len(traces)
-    candidates = sorted({d for trace in traces for _, d, _ in trace})
+    # For boundary b the first crossing is the first new running maximum of C_t above b,
+    # so an episode makes a false completion for b in [previous maximum, this maximum) of
+    # each not-complete record: count those intervals at every candidate at once.
+    lows: list[float] = []
+    highs: list[float] = []
+    candidates: set[float] = set()
+    for trace in traces:
+        top = -math.inf
+        for a, d, s in trace:
+            if d > top:
+                candidates.add(d)
+                if not s.complete:
+                    lows.append(top)
+                    highs.append(d)
+                top = d
+            if a > abandon_at:
+                break
+    values = np.array(sorted(candidates))
+    lo = np.sort(np.array(lows))
+    hi = np.sort(np.array(highs))
+    # intervals with low <= b < high
+    counts = np.searchsorted(lo, values, side="right") - np.searchsorted(hi, values, side="right")
+    upper: dict[int, float] = {}
     best = math.inf
-    for b in reversed(candidates):
-        false = 0
-        for trace in traces:
-            for a, d, s in trace:
-                if d > b:
-                    false += not s.complete
-                    break
-                if a > abandon_at:
-                    break
-        if clopper_pearson(false, n)[1] > rate:
+    for b, k in zip(values[::-1], counts[::-1], strict=True):
+        if int(k) not in upper:
+            upper[int(k)] = clopper_pearson(int(k), n)[1]
+        if upper[int(k)] > rate:
             break
-        best = b
+        best = float(b)
     return best
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from types import SimpleNamespace
 
 import pytest
 
@@ -11,6 +12,7 @@ from opar_sim.analysis.sprt import (
     TUNING_SEED,
     abandon_curve,
     calibrate,
+    done_boundary,
     pac_boundary,
     row_of,
     token_saving,
@@ -36,6 +38,42 @@ def test_pac_boundary_is_the_smallest_value_with_a_small_enough_upper_bound():
     assert clopper_pearson(36, 1000)[1] <= 0.05 < clopper_pearson(37, 1000)[1]
     assert pac_boundary(sups, 0.05) == 63.0
     assert pac_boundary([1.0, 2.0], 0.01) == math.inf
+
+
+def step(done, complete, abandon=0.0):
+    return (abandon, done, SimpleNamespace(complete=complete))
+
+
+def brute_force(traces, abandon_at, rate):
+    n = len(traces)
+    best = math.inf
+    for b in sorted({d for t in traces for _, d, _ in t}, reverse=True):
+        false = 0
+        for t in traces:
+            for a, d, s in t:
+                if d > b:
+                    false += not s.complete
+                    break
+                if a > abandon_at:
+                    break
+        if clopper_pearson(false, n)[1] > rate:
+            break
+        best = b
+    return best
+
+
+def test_done_boundary_counts_the_first_crossing_before_the_give_up_stop():
+    # 40 episodes that complete at a reading of 5; 2 that read 3 while not complete;
+    # 1 that reads 9 while not complete but gives up first (S = 2 > 1 at step 1)
+    good = [[step(1.0, False), step(5.0, True), step(7.0, True)]] * 40
+    fooled = [[step(3.0, False), step(2.0, False)]] * 2
+    stopped = [[step(0.5, False, abandon=2.0), step(9.0, False)]]
+    traces = good + fooled + stopped
+    # b >= 3: no false completion (CP upper 8.2 % with n = 43); b in [1, 3): 2 of 43
+    assert clopper_pearson(0, 43)[1] <= 0.1 < clopper_pearson(2, 43)[1]
+    assert done_boundary(traces, 1.0, 0.1) == 3.0 == brute_force(traces, 1.0, 0.1)
+    # without the give-up stop the 9.0 reading is a false completion for b in [3, 9)
+    assert done_boundary(traces, math.inf, 0.1) == 9.0 == brute_force(traces, math.inf, 0.1)
 
 
 def test_the_false_abandon_rate_holds_on_held_out_episodes():
