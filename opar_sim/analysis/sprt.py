@@ -256,10 +256,10 @@ def row_of(result: EpisodeResult) -> Row:
     )
 
 
-def run_arm(spec_json: str, episodes: int, seed: int) -> list[Row]:
-    """The rows of a spec's episodes; module-level so a process pool can run it."""
+def run_arm(spec_json: str, episodes: int, seed: int, start: int = 0) -> list[Row]:
+    """The rows of episodes start..start + episodes − 1; module-level for a process pool."""
     spec = ExperimentSpec.model_validate_json(spec_json)
-    return [row_of(r) for r in simulate(spec, episodes, seed)]
+    return [row_of(r) for r in simulate(spec, episodes, seed, start)]
 
 
 @dataclass

@@ -192,8 +192,10 @@ def run_in_order(executor: Executor, chunks: list[Chunk], in_flight: int) -> Ite
             future.cancel()
 
 
-def simulate(spec: ExperimentSpec, episodes: int, seed: int) -> Iterator[EpisodeResult]:
-    """The spec's first controller on episodes 0..episodes−1 of ``seed``, in memory, in order.
+def simulate(
+    spec: ExperimentSpec, episodes: int, seed: int, start: int = 0
+) -> Iterator[EpisodeResult]:
+    """The spec's first controller on ``episodes`` episodes of ``seed``, in memory, in order.
 
     No files and no executor: for analyses that read each step's record
     (``StepRecord``, with the hidden truth) rather than the lines on disk.
@@ -203,6 +205,7 @@ def simulate(spec: ExperimentSpec, episodes: int, seed: int) -> Iterator[Episode
         spec: A validated spec.
         episodes: How many episodes.
         seed: Their base seed.
+        start: The first episode's index (episodes start..start + episodes − 1).
 
     Yields:
         Each episode's result, with its steps.
@@ -210,7 +213,7 @@ def simulate(spec: ExperimentSpec, episodes: int, seed: int) -> Iterator[Episode
     parts = build(spec)
     task, agent = parts.make_task(), parts.make_agent()
     make = parts.controllers[0][1]
-    for i in range(episodes):
+    for i in range(start, start + episodes):
         yield run_episode(
             task,
             agent,

@@ -12,6 +12,7 @@ band, and the token saving against ``threshold`` on the episodes
 from __future__ import annotations
 
 import argparse
+import json
 import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
@@ -23,6 +24,7 @@ from opar_sim.agents.simulated import SimulatedAgentParams
 from opar_sim.analysis.sprt import (
     EVALUATION_SEED,
     TUNING_SEED,
+    Calibration,
     abandon_curve,
     calibrate,
     run_arm,
@@ -63,6 +65,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--workers", type=int_at_least(1), default=1, help="processes for the four arms"
     )
+    parser.add_argument(
+        "--params", type=Path, help="skip the calibration: a sprt.json or calibration JSON"
+    )
 
 
 def run(args: argparse.Namespace, console: Console) -> int:
@@ -79,7 +84,14 @@ def run(args: argparse.Namespace, console: Console) -> int:
     out: Path = args.out or default_out(f"{spec.name}-sprt")
     prepare_out_dir(out)
     out.mkdir(parents=True, exist_ok=True)
-    cal = calibrate(spec, args.calibrate, TUNING_SEED, args.alpha, args.beta)
+    if args.params is not None:  # a calibration written before (its "params")
+        try:
+            given = json.loads(args.params.read_text())["params"]
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise UsageError(f"--params {args.params}: {exc}") from None
+        cal = Calibration(given, args.calibrate, TUNING_SEED, 0, [], [])
+    else:
+        cal = calibrate(spec, args.calibrate, TUNING_SEED, args.alpha, args.beta)
     horizon = spec.limits.max_steps
     agents = {
         f"calibrated (bias {bias:+.2f})": bias,
@@ -88,12 +100,23 @@ def run(args: argparse.Namespace, console: Console) -> int:
     }
     arms = [with_controller(spec, "sprt", cal.params, b) for b in agents.values()]
     arms.append(with_controller(spec, "threshold", {}, bias))
-    jobs = [(a.model_dump_json(), args.episodes, EVALUATION_SEED) for a in arms]
+    # each arm in `parts` episode ranges, so more workers than arms stay busy
+    parts = max(1, min(args.workers // len(arms), args.episodes))
+    edges = [args.episodes * k // parts for k in range(parts + 1)]
+    jobs = [
+        (a.model_dump_json(), edges[k + 1] - edges[k], EVALUATION_SEED, edges[k])
+        for a in arms
+        for k in range(parts)
+    ]
     if args.workers > 1:
         with ProcessPoolExecutor(args.workers) as pool:
-            rows = list(pool.map(run_arm, *zip(*jobs, strict=True)))
+            pieces = list(pool.map(run_arm, *zip(*jobs, strict=True)))
     else:
-        rows = [run_arm(*job) for job in jobs]
+        pieces = [run_arm(*job) for job in jobs]
+    rows = [
+        [x for piece in pieces[i * parts : (i + 1) * parts] for x in piece]
+        for i in range(len(arms))
+    ]
     curves = [
         abandon_curve(r, horizon, label, b)
         for r, (label, b) in zip(rows, agents.items(), strict=False)
