@@ -27,7 +27,7 @@ given feasibility (a bad plan makes no-progress steps persist), so the
 calibrated boundaries are instead the smallest whose exceedance share on the
 tuning episodes has a 95 % Clopper–Pearson upper bound at most the rate asked
 for.  The defaults are flight_booking's with ``infeasible_rate = 0.3``
-(tuning seed 100, episodes 0..1999; never the evaluation seeds), α = β = 0.05.
+(tuning seed 100, episodes 0..499; never the evaluation seeds), α = β = 0.05.
 
 Between stops it replans like Algorithm 2's threshold law: δ_plan >
 ``threshold_drift`` or δ_act < ``threshold_valid``.  Neither rule reads the
@@ -50,12 +50,40 @@ DONE_BINS = 11  # δ_task bins of width 0.1 on [0, 1), and a reading of 1.0 (cli
 ACT_EDGES = (0.35, 0.8)  # δ_act: failed < 0.35 ≤ no progress < 0.8 ≤ progress
 N_ACT = len(ACT_EDGES) + 1
 PRODUCTIVE_CAP = 4  # the δ_act table is conditioned on min(productive steps so far, 4)
-# Fitted on flight_booking (infeasible_rate 0.3), tuning seed 100, episodes 0..1999,
+# Fitted on flight_booking (infeasible_rate 0.3), tuning seed 100, episodes 0..499,
 # by ``opar_sim.analysis.sprt.calibrate`` (alpha = beta = 0.05).
-DONE_LLR: tuple[float, ...] = (-8.0,) * 8 + (-2.0, 1.0, 2.0)
-ABANDON_LLR: tuple[float, ...] = (0.0,) * (N_ACT * (PRODUCTIVE_CAP + 1))
-DONE_BOUNDARY: float | None = None
-ABANDON_BOUNDARY: float | None = None
+DONE_LLR: tuple[float, ...] = (
+    -5.6226,
+    -5.7784,
+    -6.1528,
+    -6.3435,
+    -6.1758,
+    -4.3576,
+    -2.7067,
+    -0.6096,
+    1.1435,
+    2.7997,
+    4.5083,
+)
+ABANDON_LLR: tuple[float, ...] = (
+    -0.3427,
+    -0.0118,
+    0.0183,
+    0.7929,
+    1.3903,
+    0.0117,
+    1.1496,
+    1.5499,
+    -0.0676,
+    0.6921,
+    1.1461,
+    -0.3797,
+    -1.5994,
+    -1.0846,
+    -1.1462,
+)
+DONE_BOUNDARY: float | None = 5.651761183954523
+ABANDON_BOUNDARY: float | None = 10.99991865751454
 
 
 def done_bin(delta_task: float) -> int:
