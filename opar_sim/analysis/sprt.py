@@ -10,8 +10,9 @@ stop: its REPLAN rule does not read the boundaries) and fits
 * each boundary: the smallest value whose exceedance share on the tuning
   episodes has a 95 % Clopper–Pearson upper bound at most the rate asked for
   (a false abandon: the statistic passes the boundary at a step where the
-  task is feasible and not complete; a false completion: at a step where it is
-  not complete), never below Ville's ``log(1/rate)``.
+  task is feasible and not complete, a share of the episodes feasible at their
+  first step; a false completion: the first crossing of the done boundary is
+  at a step where the task is not complete, a share of all episodes).
 
 ``measure`` runs the calibrated law on evaluation episodes and returns the
 false-abandon curve: the share of feasible episodes given up by step t, with
@@ -141,9 +142,11 @@ def calibrate(
         "abandon_llr": [round(x, 4) for x in _llr(act)],
     }
     traces = [_statistics(r, fitted) for r in runs]
+    # the null population is the episodes feasible at their first step (the curve's too)
     abandon_sups = [
         max((a for a, _, s in trace if s.feasible and not s.complete), default=-math.inf)
         for trace in traces
+        if trace and trace[0][2].feasible
     ]
     abandon_at = pac_boundary(abandon_sups, beta)
     done_at = done_boundary([t for t in traces], abandon_at, alpha)
@@ -155,7 +158,7 @@ def calibrate(
         "done_boundary": done_at,
         "abandon_boundary": abandon_at,
     }
-    feasible = sum(math.isfinite(x) for x in abandon_sups)
+    feasible = len(abandon_sups)
     return Calibration(
         params, episodes, seed, feasible, act.astype(int).tolist(), done.astype(int).tolist()
     )
