@@ -27,7 +27,7 @@ given feasibility (a bad plan makes no-progress steps persist), so the
 calibrated boundaries are instead the smallest whose exceedance share on the
 tuning episodes has a 95 % Clopper–Pearson upper bound at most the rate asked
 for.  The defaults are flight_booking's with ``infeasible_rate = 0.3``
-(tuning seed 100, episodes 0..499; never the evaluation seeds), α = β = 0.05.
+(tuning seed 100, episodes 0..1999; never the evaluation seeds), α = β = 0.05.
 
 Between stops it replans like Algorithm 2's threshold law: δ_plan >
 ``threshold_drift`` or δ_act < ``threshold_valid``.  Neither rule reads the
@@ -50,40 +50,40 @@ DONE_BINS = 11  # δ_task bins of width 0.1 on [0, 1), and a reading of 1.0 (cli
 ACT_EDGES = (0.35, 0.8)  # δ_act: failed < 0.35 ≤ no progress < 0.8 ≤ progress
 N_ACT = len(ACT_EDGES) + 1
 PRODUCTIVE_CAP = 4  # the δ_act table is conditioned on min(productive steps so far, 4)
-# Fitted on flight_booking (infeasible_rate 0.3), tuning seed 100, episodes 0..499,
+# Fitted on flight_booking (infeasible_rate 0.3), tuning seed 100, episodes 0..1999,
 # by ``opar_sim.analysis.sprt.calibrate`` (alpha = beta = 0.05).
 DONE_LLR: tuple[float, ...] = (
-    -5.6226,
-    -5.7784,
-    -6.1528,
-    -6.3435,
-    -6.1758,
-    -4.3576,
-    -2.7067,
-    -0.6096,
-    1.1435,
-    2.7997,
-    4.5083,
+    -6.9322,
+    -7.0941,
+    -7.4393,
+    -7.6111,
+    -6.8075,
+    -4.806,
+    -2.4565,
+    -0.7261,
+    1.1897,
+    2.9833,
+    4.4362,
 )
 ABANDON_LLR: tuple[float, ...] = (
-    -0.3427,
-    -0.0118,
-    0.0183,
-    0.7929,
-    1.3903,
-    0.0117,
-    1.1496,
-    1.5499,
-    -0.0676,
-    0.6921,
-    1.1461,
-    -0.3797,
-    -1.5994,
-    -1.0846,
-    -1.1462,
+    -0.358,
+    -0.109,
+    0.0118,
+    1.1725,
+    1.2757,
+    0.007,
+    0.9497,
+    1.4555,
+    -0.0519,
+    0.6581,
+    1.0574,
+    -0.3114,
+    -1.4398,
+    -0.9577,
+    -0.996,
 )
-DONE_BOUNDARY: float | None = 5.651761183954523
-ABANDON_BOUNDARY: float | None = 10.99991865751454
+DONE_BOUNDARY: float | None = 5.625900000000001
+ABANDON_BOUNDARY: float | None = 10.815700000000001
 
 
 def done_bin(delta_task: float) -> int:
