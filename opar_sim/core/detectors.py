@@ -113,7 +113,10 @@ class Pattern(Detector):
 
 
 class StallCount(Detector):
-    """Magentic-One's stall counter: +1 without progress, −1 (floor 0) with it (3)."""
+    """A stall counter: +1 on a step without progress, −1 (not below 0) with it (3).
+
+    Magentic-One's progress ledger counts stalls this way and replans at 3.
+    """
 
     name = "stall"
     default = 3.0
