@@ -15,6 +15,7 @@ from controllers.open_loop import OpenLoop
 from controllers.oracle import Oracle
 from controllers.pid import CognitivePID
 from controllers.registry import describe, make, names, register
+from controllers.sprt import SPRTReflector
 from controllers.stall_counter import StallCounter
 from controllers.threshold import ThresholdReflector
 from opar_sim.core.controller import Controller, ReflectContext, Truth, TruthProbe, TruthReader
@@ -28,6 +29,7 @@ register("stall_counter", StallCounter)
 register("oracle", Oracle)
 register("bang_bang", BangBang)
 register("bayes", BayesReflector)
+register("sprt", SPRTReflector)
 
 __all__ = [
     "BangBang",
@@ -41,6 +43,7 @@ __all__ = [
     "OpenLoop",
     "Oracle",
     "ReflectContext",
+    "SPRTReflector",
     "StallCounter",
     "ThresholdReflector",
     "Truth",

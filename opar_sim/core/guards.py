@@ -21,6 +21,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from opar_sim.core.controller import TruthProbe
+from opar_sim.core.detectors import DETECTORS
 from opar_sim.core.registry import Registry
 from opar_sim.core.supervisor import Guard, GuardAction, Supervisor
 from opar_sim.core.types import ControlSignal, Decision, StepRecord
@@ -290,6 +291,32 @@ class HumanGateSpec(BaseModel):
     bad_plan: float = Field(0.5, ge=0, le=1, description="plan quality a human calls bad")
 
 
+class DetectorsSpec(BaseModel):
+    """``detectors = {same_call = 3, stall = 3, ...}``: each detector's threshold; off if left out.
+
+    A detector that fires turns a CONTINUE into a REPLAN (``opar_sim.core.detectors``).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    same_call: int | None = Field(None, ge=2, description="identical calls in a row")
+    pattern: int | None = Field(None, ge=3, description="length of an a→b→a→b alternation")
+    stall: int | None = Field(None, ge=1, description="Magentic-One's stall count")
+    near_identical: int | None = Field(None, ge=2, description="near-identical rounds in a row")
+    cusum: float | None = Field(None, gt=0, allow_inf_nan=False, description="lower CUSUM of Δδ")
+    integral: float | None = Field(
+        None, gt=0, allow_inf_nan=False, description="Σ (1 − δ_task)·dt over the plan"
+    )
+
+    def enabled(self) -> list[tuple[str, dict[str, Any]]]:
+        """(detector name, its parameters) of each detector turned on, in table order."""
+        return [
+            (name, {"threshold": value})
+            for name, value in self.model_dump().items()
+            if value is not None
+        ]
+
+
 class GuardsSpec(BaseModel):
     """The spec's ``[guards]`` table; a guard left out is off."""
 
@@ -307,6 +334,7 @@ class GuardsSpec(BaseModel):
     no_improvement: int | None = Field(None, ge=1, description="Reflects without a better δ_task")
     repeat: bool = Field(False, description="REPLAN, then stop as stuck, on repeated action+result")
     repeat_persist: int = Field(1, ge=1, description="repeats after the forced REPLAN before stuck")
+    detectors: DetectorsSpec | None = Field(None, description="stall and loop detectors (REPLAN)")
     confidence: float | None = Field(None, ge=0, le=1, description="TERMINATE at this confidence")
     human: HumanGateSpec | None = Field(None, description="approver on TERMINATE and REPLAN")
 
@@ -322,7 +350,7 @@ class GuardsSpec(BaseModel):
 
         The order is the order of review (``Supervisor``): the stop
         confirmation first, so it reads the controller's own decision; then the
-        stopping rules, the stuck detector and the confidence stop; the human
+        stopping rules, the stuck detector, the stall detectors and the confidence stop; the human
         gate last, reviewing what the others left.
 
         Returns:
@@ -343,6 +371,8 @@ class GuardsSpec(BaseModel):
             on.append(("no_improvement", {"patience": self.no_improvement}))
         if self.repeat:
             on.append(("repeat", {"persist": self.repeat_persist}))
+        if self.detectors is not None:
+            on += self.detectors.enabled()
         if self.confidence is not None:
             on.append(("confidence", {"threshold": self.confidence}))
         if self.human is not None:
@@ -357,7 +387,7 @@ class GuardsSpec(BaseModel):
 
 GUARDS: Registry[Guard] = Registry("guard")
 """The guards by the name of their ``[guards]`` key."""
-for _guard in (
+_GUARD_TYPES: tuple[type[Guard], ...] = (
     ConfirmStop,
     MaxIterations,
     TimeBudget,
@@ -367,5 +397,7 @@ for _guard in (
     RepeatedAction,
     ConfidenceStop,
     HumanGate,
-):
+    *DETECTORS,
+)
+for _guard in _GUARD_TYPES:
     GUARDS.register(_guard.name, _guard)

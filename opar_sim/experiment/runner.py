@@ -18,6 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from opar_sim.analysis.stats import Summary
+from opar_sim.core.loop import run_episode
+from opar_sim.core.seeding import episode_seed
+from opar_sim.core.types import EpisodeResult
 from opar_sim.experiment.batch import check_batch, episode_text, run_batch
 from opar_sim.experiment.build import build
 from opar_sim.experiment.chunks import Chunk, ChunkResult, plan_chunks, run_chunk
@@ -230,3 +233,37 @@ def run_in_order(executor: Executor, chunks: list[Chunk], in_flight: int) -> Ite
     finally:
         for future in pending:
             future.cancel()
+
+
+def simulate(
+    spec: ExperimentSpec, episodes: int, seed: int, start: int = 0
+) -> Iterator[EpisodeResult]:
+    """The spec's first controller on ``episodes`` episodes of ``seed``, in memory, in order.
+
+    No files and no executor: for analyses that read each step's record
+    (``StepRecord``, with the hidden truth) rather than the lines on disk.
+    Its guards, limits and guardrail are the spec's; one attempt, one trial.
+
+    Args:
+        spec: A validated spec.
+        episodes: How many episodes.
+        seed: Their base seed.
+        start: The first episode's index (episodes start..start + episodes − 1).
+
+    Yields:
+        Each episode's result, with its steps.
+    """
+    parts = build(spec)
+    task, agent = parts.make_task(), parts.make_agent()
+    make = parts.controllers[0][1]
+    for i in range(start, start + episodes):
+        yield run_episode(
+            task,
+            agent,
+            make(),
+            parts.limits,
+            episode_seed(seed, i),
+            episode=i,
+            supervisor=parts.make_supervisor(),
+            guardrail=parts.guardrail,
+        )

@@ -8,7 +8,7 @@ import pytest
 from pydantic import BaseModel, ConfigDict, Field
 
 from opar_sim.agents.registry import AGENTS
-from opar_sim.core.guards import GUARDS, GuardsSpec, HumanGateSpec
+from opar_sim.core.guards import GUARDS, DetectorsSpec, GuardsSpec, HumanGateSpec
 from opar_sim.core.registry import ParameterError, Registry, UnknownNameError
 from opar_sim.llm.config import BACKENDS, BackendSpec
 from opar_sim.registry import KINDS, catalogue
@@ -150,7 +150,9 @@ def test_the_catalogue_lists_every_kind() -> None:
     assert [n for n, _ in found["agents"]] == ["llm", "simulated"]
     assert [n for n, _ in found["backends"]] == ["llamacpp", "ollama"]
     guards = [n for n, _ in found["guards"]]
-    assert guards == sorted(GuardsSpec.model_fields.keys() - {"repeat_persist"})
+    # each [guards] key is a guard, and so is each key of its [guards.detectors] table
+    keys = GuardsSpec.model_fields.keys() - {"repeat_persist", "detectors"}
+    assert guards == sorted(keys | DetectorsSpec.model_fields.keys())
     assert [n for n, _ in found["studies"]] == ["learning", "rebound"]
     for kind in KINDS:
         assert all(description for _, description in found[kind]), kind
@@ -167,6 +169,9 @@ def test_every_guards_key_builds_its_registered_guard() -> None:
         repeat=True,
         confidence=0.9,
         human=HumanGateSpec(latency=1.0),
+        detectors=DetectorsSpec(
+            same_call=3, pattern=4, stall=3, near_identical=3, cusum=0.3, integral=20.0
+        ),
     )
     made = spec.guards()
     assert [g.name for g in made] == [name for name, _ in spec.enabled()]

@@ -12,6 +12,7 @@ from opar_sim.cli.commands import (
     calibrate_cmd,
     claims_cmd,
     compare_cmd,
+    detectors_cmd,
     diff_cmd,
     doctor_cmd,
     export_cmd,
@@ -24,6 +25,7 @@ from opar_sim.cli.commands import (
     report_cmd,
     run_cmd,
     shootout_cmd,
+    sprt_cmd,
     study_cmd,
     sweep_cmd,
     traces_cmd,
@@ -52,6 +54,8 @@ COMMANDS: tuple[ModuleType, ...] = (
     traces_cmd,
     diff_cmd,
     init_cmd,
+    sprt_cmd,
+    detectors_cmd,
 )
 
 __all__ = ["COMMANDS"]
