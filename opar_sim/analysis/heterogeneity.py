@@ -54,7 +54,7 @@ from opar_sim.core.loop import run_episode
 from opar_sim.core.seeding import episode_seed
 from opar_sim.experiment.build import build
 from opar_sim.experiment.edit import apply_changes
-from opar_sim.experiment.rundir import RunDirError, iter_episodes
+from opar_sim.experiment.rundir import iter_episodes
 from opar_sim.experiment.spec import ExperimentSpec, SpecError
 
 U_GRID = tuple(float(u) for u in np.arange(-5.0, 7.01, 1.0))  # logit shifts of the table
@@ -111,10 +111,9 @@ def load_record(path: str | Path, feature: str = "write_actions") -> Record:
         SpecError: when the directory has no episodes (the CLI exits with 2).
     """
     p = Path(path)
-    try:
-        rows = list(iter_episodes(p))
-    except (RunDirError, FileNotFoundError):
-        raise SpecError(f"{p}: not a run directory (no episodes.jsonl)") from None
+    if not (p / "episodes.jsonl").is_file():
+        raise SpecError(f"{p}: not a run directory (no episodes.jsonl)")
+    rows = list(iter_episodes(p))  # a damaged line: RunDirError naming file, line and field
     if not rows:
         raise SpecError(f"{p}: no finished episodes in episodes.jsonl")
     controller = str(rows[0]["controller"])

@@ -96,11 +96,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _step_record(path: Path) -> RecordedRun | None:
     """The run as an opar-sim record with the agent's steps, or None (an imported record)."""
-    try:
-        run = load_run(path)
-    except SpecError:
-        return None
-    if not run.steps or "expert" not in run.steps[0]:
+    if not (path / "spec.json").is_file():
+        if (path / "source.json").is_file():
+            return None  # an imported record: no spec, no simulated agent's steps to fit
+        raise SpecError(
+            f"{path}: no spec.json (an opar-sim run needs it; an imported one has source.json)"
+        )
+    run = load_run(path, need_steps=True)  # damaged or missing files: a one-line error
+    if "expert" not in run.steps[0]:
         return None
     return run
 

@@ -123,8 +123,8 @@ _EPISODE_FIELDS = {
 _STEP_FIELDS = {
     "episode": ("int", True),
     "step": ("int", True),
-    "time": ("num", True),
-    "progress": ("num", True),
+    "time": ("num", False),  # absent from an imported record (no clock, no hidden truth)
+    "progress": ("num", False),
     "controller": ("str", False),
     "agent": ("str?", False),
     "delta_task": ("num?", False),

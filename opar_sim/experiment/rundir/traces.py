@@ -19,7 +19,7 @@ import numpy as np
 import numpy.typing as npt
 
 from opar_sim.core.frames import to_frame
-from opar_sim.experiment.rundir.files import rows
+from opar_sim.experiment.rundir.files import RunDirError, rows
 from opar_sim.experiment.rundir.rows import EpisodeKey, episode_key
 
 FloatArray = npt.NDArray[np.float64]
@@ -64,6 +64,11 @@ class EpisodeTrace:
 
 def _trace(rows: list[dict[str, Any]]) -> EpisodeTrace:
     first = rows[0]
+    if "time" not in first or "progress" not in first:  # a recorded trace has neither
+        raise RunDirError(
+            f"steps.jsonl: episode {first['episode']} has no simulated time or hidden progress "
+            "(an imported record): this needs a run opar-sim simulated"
+        )
     names = sorted({name for r in rows for name in (r.get("terms") or {})})
     terms = {
         name: np.array([(r.get("terms") or {}).get(name, math.nan) for r in rows], float)
