@@ -17,6 +17,7 @@ import pytest
 from werkzeug import Request, Response
 
 from tests.conftest import EXPERIMENTS
+from tests.llm.test_doctor import serve_ollama
 from tests.reliability.conftest import cli, tally
 
 TOOLS = {
@@ -135,6 +136,7 @@ def test_a_bad_reply_is_an_invalid_step_or_an_error_outcome(tmp_path, capsys, ht
         return Response(json.dumps(_reply(content, **extra)), content_type="application/json")
 
     httpserver.expect_request("/api/chat").respond_with_handler(answer)
+    serve_ollama(httpserver, ["qwen2.5:0.5b", "qwen2.5:3b"])  # the run's backend pre-check
     spec = _spec(tmp_path, httpserver.url_for("/"))
     out = tmp_path / "out"
     status, _, err = cli(["run", spec, "--episodes", "2", "--workers", "1", "--out", out], capsys)
