@@ -29,5 +29,5 @@ def test_every_key_of_every_model_is_documented():
             assert f"| `{key}` |" in text, key
     for table in ("[task]", "[limits]", "[[compare]]", "[guards.human]", "[tune.space.NAME]"):
         assert f"### `{table}`" in text, table
-    assert "| `kd` | float | 6.0 |" in text  # a controller's parameter, from its signature
+    assert "| `kd` | float | 1.6 |" in text  # a controller's parameter, from its signature
     assert "| `max_price` | float | 600.0 |" in text  # a task's, from its Params model

@@ -28,8 +28,6 @@ from opar_sim.experiment.build import load_spec
 from opar_sim.experiment.edit import with_overrides
 from opar_sim.experiment.rundir import prepare_out_dir, write_json
 from opar_sim.experiment.runner import simulate
-from opar_sim.figures.stopping import precision_recall_figure
-from opar_sim.figures.style import save
 
 NAME = "detectors"
 HELP = "score the stall and loop detectors (precision, recall, delay) against the stuck truth"
@@ -85,6 +83,9 @@ def run(args: argparse.Namespace, console: Console) -> int:
         for name, rows in scored.items()
     }
     title = f"{spec.name}: stall detectors, {spec.episodes} episodes (stuck: k = {args.k})"
+    from opar_sim.figures.stopping import precision_recall_figure  # matplotlib only to draw
+    from opar_sim.figures.style import save
+
     paths = save(precision_recall_figure(points, title), str(out / "precision_recall"))
     console.print(detectors_table(scored, chosen, top, summary).to_rich())
     console.print(f"wall time: {elapsed:.0f} s; figure: [green]{paths[0]}[/]")

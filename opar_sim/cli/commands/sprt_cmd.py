@@ -35,8 +35,6 @@ from opar_sim.cli.commands.common import UsageError, default_out, int_at_least
 from opar_sim.cli.tables import TextTable
 from opar_sim.experiment.build import load_spec
 from opar_sim.experiment.rundir import prepare_out_dir, write_json
-from opar_sim.figures.stopping import abandon_figure
-from opar_sim.figures.style import save
 
 NAME = "sprt"
 HELP = "calibrate the sprt stop on tuning seeds; measure its false-abandon curve and token saving"
@@ -145,6 +143,9 @@ def run(args: argparse.Namespace, console: Console) -> int:
         "wall_seconds": elapsed,
     }
     write_json(out / "sprt.json", summary)
+    from opar_sim.figures.stopping import abandon_figure  # matplotlib only to draw
+    from opar_sim.figures.style import save
+
     fig = abandon_figure(
         {c.label: (c.share(), c.band()) for c in curves},
         args.beta,
