@@ -36,7 +36,7 @@ def test_a_tiny_ablation_runs_every_arm_on_the_same_episodes(tmp_path, capsys):
     data = json.loads((out / "ablation.json").read_text())
     assert [a["arm"] for a in data["arms"]][:2] == ["PID, settle 2", "PID, settle 1"]
     assert len(data["arms"]) == 12  # 6 variants (the default PID has a pace) × 2 settle counts
-    assert data["arms"][0]["gains"] == {"kp": 1.0, "ki": 0.03, "kd": 6.0}
+    assert data["arms"][0]["gains"] == {"kp": 2.3, "ki": 0.17, "kd": 1.6}  # the fitted defaults
 
 
 BAD = {
