@@ -75,6 +75,8 @@ from controllers.base import require_unit
 from opar_sim.core.controller import ModelInfo, ReflectContext
 from opar_sim.core.types import ControlSignal, Decision, Evaluation
 
+MODELLED_TASKS = ("flight_booking",)  # the tasks whose structure the model describes
+
 # the simulated agent's defaults (opar_sim.agents.simulated.SimulatedAgentParams), used
 # when no model is bound; a test checks they are the agent's
 AGENT_DEFAULTS: dict[str, float] = {
@@ -733,7 +735,17 @@ class BayesReflector:
         self.reset()
 
     def bind_model(self, model: ModelInfo) -> None:
-        """Receive the spec's model parameters (agent, tools, limits, objective)."""
+        """Receive the spec's model parameters (agent, tools, limits, objective).
+
+        Raises:
+            ValueError: for a task or agent the model does not describe (only
+                flight_booking with the simulated agent): its "optimum" would mean nothing.
+        """
+        if model.task not in MODELLED_TASKS or model.agent_kind != "simulated":
+            raise ValueError(
+                f"bayes models {', '.join(MODELLED_TASKS)} with the simulated agent; "
+                f"not {model.task!r} with a {model.agent_kind!r} agent"
+            )
         self._info = model
         self._model = None
 

@@ -157,7 +157,9 @@ def _build(spec: ExperimentSpec, source: str) -> Components:
             except SpecError as exc:
                 raise SpecError(f"{source}: {exc}") from None
         try:
-            controllers.make(c.name, **c.params)
+            law = controllers.make(c.name, **c.params)
+            if isinstance(law, ModelReader):  # a model-based law says here what it cannot model
+                law.bind_model(model())
         except ParameterError as exc:
             table = f"compare.{i}" if spec.compare else "controller"
             raise SpecError(

@@ -328,3 +328,14 @@ def test_more_failures_never_raise_the_value_of_continuing(a: int, b: int) -> No
     sol = solve(BayesModel(horizon=8, reading_bins=8, quality_points=21))
     below = sol.below[3, 0, 1]
     assert below[a, b] >= below[a, b + 1] - 1e-12
+
+
+def test_bayes_refuses_a_task_its_model_does_not_describe():
+    from opar_sim.experiment.build import load_spec, parse_spec
+    from opar_sim.experiment.spec import SpecError
+    from tests.conftest import EXPERIMENTS
+
+    data = load_spec(EXPERIMENTS / "research_qa_faults.toml").model_dump()
+    data["controller"] = {"name": "bayes", "params": {}}
+    with pytest.raises(SpecError, match="bayes models flight_booking with the simulated agent"):
+        parse_spec(data, "test")

@@ -47,7 +47,7 @@ from opar_sim.core.extras import install_hint
 from opar_sim.experiment.build import load_spec, parse_spec
 from opar_sim.experiment.executors import open_executor
 from opar_sim.experiment.rundir import prepare_out_dir, write_json
-from opar_sim.experiment.spec import Objective
+from opar_sim.experiment.spec import Objective, SpecError
 from opar_sim.experiment.tune import apply_params, executor_evaluate
 
 NAME = "shootout"
@@ -121,7 +121,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
     objective = spec.tune.objective if spec.tune is not None else Objective()
     data = spec.model_dump()
     bases, spaces = {}, {}
-    for name in names:
+    for name in list(names):
         factory = CONTROLLERS.factories[name]
         try:
             check_space(name, factory)
@@ -129,8 +129,16 @@ def run(args: argparse.Namespace, console: Console) -> int:
             raise UsageError(str(exc)) from None
         bases[name] = contender_data(data, name)
         spaces[name] = contender_space(factory)
-        for corner in corners(spaces[name]):  # every trial must be a valid spec
-            parse_spec(apply_params(bases[name], corner), f"{args.spec}: {name} space corner")
+        try:
+            for corner in corners(spaces[name]):  # every trial must be a valid spec
+                parse_spec(apply_params(bases[name], corner), f"{args.spec}: {name} space corner")
+        except SpecError as exc:
+            if args.controllers is not None:  # asked for by name: the user must know
+                raise
+            names.remove(name)  # by default, a law that cannot run this spec sits out
+            console.print(f"skipped {name}: {exc}", markup=False, highlight=False)
+    if len(names) < 2:
+        raise UsageError("fewer than two controllers can run this spec")
     out: Path = args.out or default_out(f"{spec.name}-shootout")
     prepare_out_dir(out)
     console.print(
