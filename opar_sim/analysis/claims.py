@@ -395,7 +395,7 @@ def claims() -> list[Claim]:
         ),
         Claim(
             "fixed_interval_chatter_costs",
-            "Replanning every step costs success against the default interval of 3.",
+            "Replanning every step costs success against the default interval (4).",
             {"interval1": _c(CMP, "fixed_interval"), "interval3": fb["fixed_interval"]},
             difference("interval1", "interval3"),
             direction=-1,
