@@ -8,6 +8,7 @@ that import, so the CLI's main module must not pull in the commands.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -61,7 +62,9 @@ def test_pool_workers_import_neither_the_commands_nor_matplotlib(tmp_path: Path)
         "        print(','.join(pool.submit(loaded).result()))\n",
         encoding="utf-8",
     )
+    # a script's own folder heads sys.path, not the cwd: the probe module needs the repository
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
     out = subprocess.run(
-        [sys.executable, str(script)], check=True, capture_output=True, text=True, cwd=ROOT
+        [sys.executable, str(script)], check=True, capture_output=True, text=True, cwd=ROOT, env=env
     )
     assert out.stdout.strip() == ""
