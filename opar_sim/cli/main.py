@@ -169,14 +169,12 @@ def write_crash_log(out: object) -> Path | None:
     """
     text = traceback.format_exc()
     if isinstance(out, Path):
-        try:
+        with contextlib.suppress(OSError):  # an unwritable run directory: the temp log below
             if out.is_dir():
                 log = out / "error.log"
                 with open(log, "a", encoding="utf-8") as f:
                     f.write(text)
                 return log
-        except OSError:
-            pass
     try:
         fd, name = tempfile.mkstemp(prefix="opar-sim-error-", suffix=".log")
         with os.fdopen(fd, "w", encoding="utf-8") as f:

@@ -26,6 +26,7 @@ name              score                                                        t
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from difflib import SequenceMatcher
 from typing import ClassVar
 
@@ -41,7 +42,7 @@ def _call(record: StepRecord) -> str:
     return record.action.label() if record.action is not None else ""
 
 
-class Detector:
+class Detector(ABC):
     """A score over the steps and a threshold; a REPLAN when the score reaches it."""
 
     name: str = "detector"
@@ -51,12 +52,12 @@ class Detector:
         self.threshold = self.default if threshold is None else float(threshold)
         self.reset(np.random.default_rng(0))
 
-    def reset(self, rng: np.random.Generator) -> None:
-        """Forget the last episode."""
+    def reset(self, rng: np.random.Generator) -> None:  # noqa: B027 (stateless detectors keep it)
+        """Forget the last episode (a detector with memory overrides it)."""
 
+    @abstractmethod
     def score(self, record: StepRecord) -> float:
         """Update the detector from a finished step; return its score now."""
-        raise NotImplementedError
 
     def check(self, record: StepRecord, decision: Decision) -> GuardAction | None:
         """REPLAN instead of a CONTINUE once the score reaches the threshold."""

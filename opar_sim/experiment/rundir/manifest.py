@@ -14,6 +14,7 @@ cannot repair).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -45,9 +46,8 @@ def fsync_dir(path: Path) -> None:
     except OSError:
         return
     try:
-        os.fsync(fd)
-    except OSError:
-        pass
+        with contextlib.suppress(OSError):  # some file systems refuse to fsync a directory
+            os.fsync(fd)
     finally:
         os.close(fd)
 
