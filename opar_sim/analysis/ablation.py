@@ -27,16 +27,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
-from opar_sim.analysis.stats import (
-    Estimate,
-    discordant,
-    holm,
-    mcnemar_exact,
-    paired_interval,
-    wilson_interval,
-)
+from opar_sim.analysis.paired import paired_against, paired_columns
+from opar_sim.analysis.stats import Estimate, discordant, holm, mcnemar_exact
 from opar_sim.experiment.spec import Objective
 
 HOLDOUT_SEED = 1_000_003
@@ -162,35 +154,24 @@ def score_arms(
     Raises:
         ValueError: when the arms were not run on the same episodes.
     """
-    ordered = [sorted(rows, key=lambda r: int(r["episode"])) for _, _, rows in results]
-    episodes = [int(r["episode"]) for r in ordered[0]]
-    if any([int(r["episode"]) for r in rows] != episodes for rows in ordered):
-        raise ValueError("the arms were not run on the same episodes")
-    wins = [[bool(r["success"]) for r in rows] for rows in ordered]
-    scores = [[objective.episode_score(r) for r in rows] for rows in ordered]
-    tokens = [[float(r["tokens"]) for r in rows] for rows in ordered]
-    counts = [discordant(w, wins[0]) for w in wins[1:]]
+    try:
+        cols = paired_columns(
+            [rows for _, _, rows in results], [arm.label for arm, _, _ in results], objective
+        )
+    except ValueError as exc:
+        raise ValueError(f"the arms were not run on the same episodes: {exc}") from None
+    counts = [discordant(w, cols.wins[0]) for w in cols.wins[1:]]
     raw = [mcnemar_exact(*c) for c in counts]
     adjusted = holm(raw)
-    n = len(episodes)
     out = []
     for k, (arm, gains, _) in enumerate(results):
-        rate = float(np.mean(wins[k]))
         out.append(
             ArmResult(
                 arm=arm,
                 gains=gains,
-                n=n,
-                success=rate,
-                success_ci95=wilson_interval(sum(wins[k]), n),
-                mean_tokens=float(np.mean(tokens[k])),
-                objective=float(np.mean(scores[k])),
-                success_diff=rate - float(np.mean(wins[0])),
-                discordant=(0, 0) if k == 0 else counts[k - 1],
                 p_mcnemar=1.0 if k == 0 else raw[k - 1],
                 p_holm=1.0 if k == 0 else adjusted[k - 1],
-                objective_diff=paired_interval(scores[k], scores[0], np.random.default_rng(seed)),
-                tokens_diff=paired_interval(tokens[k], tokens[0], np.random.default_rng(seed)),
+                **paired_against(cols, k, 0, seed).as_fields(),
             )
         )
     return out

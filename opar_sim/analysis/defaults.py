@@ -38,8 +38,9 @@ from typing import Any
 
 import numpy as np
 
+from opar_sim.analysis.paired import paired_against, paired_columns
 from opar_sim.analysis.shootout import HOLDOUT_SEED, TRAIN_SEED, contender_space, tune_contender
-from opar_sim.analysis.stats import Estimate, discordant, mcnemar_exact, paired_interval
+from opar_sim.analysis.stats import Estimate, mcnemar_exact
 from opar_sim.experiment.spec import Objective, ParamRange
 from opar_sim.experiment.tune import Evaluate
 
@@ -189,14 +190,11 @@ def refit(
     )
     fitted = tuned.best_params
     old_rows = evaluate(previous, holdout_episodes, HOLDOUT_SEED)
-    key = [(r["spec"], int(r["episode"])) for r in old_rows]
-    new_rows = sorted(tuned.holdout_rows, key=lambda r: (r["spec"], int(r["episode"])))
-    old_rows = sorted(old_rows, key=lambda r: (r["spec"], int(r["episode"])))
-    if sorted(key) != [(r["spec"], int(r["episode"])) for r in new_rows]:
-        raise ValueError(f"{name}: the held-out runs do not pair")
-    new_wins = [bool(r["success"]) for r in new_rows]
-    old_wins = [bool(r["success"]) for r in old_rows]
-    pair = discordant(new_wins, old_wins)
+    try:  # pooled rows pair by (spec, episode)
+        cols = paired_columns([tuned.holdout_rows, old_rows], ["fitted", "previous"], OBJECTIVE)
+    except ValueError:
+        raise ValueError(f"{name}: the held-out runs do not pair") from None
+    pair = paired_against(cols, 0, 1, HOLDOUT_SEED)
     refit_rows = evaluate(fitted, train_episodes, TUNING_SEED)  # rounded: maybe no trial's
     return Refit(
         name=name,
@@ -204,14 +202,10 @@ def refit(
         fitted=fitted,
         train_previous=tuned.trial_scores[0],
         train_fitted=float(np.mean([OBJECTIVE.episode_score(r) for r in refit_rows])),
-        holdout_episodes=len(new_rows),
-        success_previous=float(np.mean(old_wins)),
-        success_fitted=float(np.mean(new_wins)),
-        discordant=pair,
-        p_mcnemar=mcnemar_exact(*pair),
-        objective_diff=paired_interval(
-            [OBJECTIVE.episode_score(r) for r in new_rows],
-            [OBJECTIVE.episode_score(r) for r in old_rows],
-            np.random.default_rng(HOLDOUT_SEED),
-        ),
+        holdout_episodes=pair.n,
+        success_previous=cols.rate(1),
+        success_fitted=cols.rate(0),
+        discordant=pair.discordant,
+        p_mcnemar=mcnemar_exact(*pair.discordant),
+        objective_diff=pair.objective_diff,
     )

@@ -36,14 +36,8 @@ from typing import Any
 
 import numpy as np
 
-from opar_sim.analysis.stats import (
-    Estimate,
-    discordant,
-    holm,
-    mcnemar_exact,
-    paired_interval,
-    wilson_interval,
-)
+from opar_sim.analysis.paired import paired_against, paired_columns
+from opar_sim.analysis.stats import Estimate, discordant, holm, mcnemar_exact
 from opar_sim.core.registry import Registry
 from opar_sim.experiment.spec import Objective, ParamRange
 from opar_sim.experiment.tune import Evaluate, minimize
@@ -257,16 +251,13 @@ def standings(
     """
     if not tuned:
         raise ValueError("no contenders")
-    episodes = [int(r["episode"]) for r in tuned[0].holdout_rows]
-    for t in tuned:
-        if [int(r["episode"]) for r in t.holdout_rows] != episodes:
-            raise ValueError(f"contender {t.name!r} was not run on the same held-out episodes")
-    wins = [[bool(r["success"]) for r in t.holdout_rows] for t in tuned]
-    scores = [[objective.episode_score(r) for r in t.holdout_rows] for t in tuned]
-    tokens = [[float(r["tokens"]) for r in t.holdout_rows] for t in tuned]
-    n = len(episodes)
-    rates = [float(np.mean(w)) if n else float("nan") for w in wins]
-    means = [float(np.mean(s)) for s in scores]
+    try:
+        cols = paired_columns([t.holdout_rows for t in tuned], [t.name for t in tuned], objective)
+    except ValueError as exc:
+        raise ValueError(f"contender {exc}") from None
+    wins = cols.wins
+    rates = [cols.rate(i) for i in range(len(tuned))]
+    means = [cols.objective(i) for i in range(len(tuned))]
     best = min(range(len(tuned)), key=lambda i: (-rates[i], means[i], i))
 
     index = list(combinations(range(len(tuned)), 2))
@@ -283,26 +274,15 @@ def standings(
     out = []
     for i, t in enumerate(tuned):
         key = (min(i, best), max(i, best))
-        successes = sum(wins[i])
         out.append(
             Standing(
                 name=t.name,
                 best_params=t.best_params,
                 train_score=t.train_score,
-                n=n,
-                success=rates[i],
-                success_ci95=wilson_interval(successes, n),
-                objective=means[i],
-                mean_tokens=float(np.mean(tokens[i])),
                 rank=ranks[i],
-                success_diff=rates[i] - rates[best],
-                discordant=discordant(wins[i], wins[best]),
                 p_mcnemar=1.0 if i == best else raw_of[key],
                 p_holm=1.0 if i == best else holm_of[key],
-                objective_diff=paired_interval(
-                    scores[i], scores[best], np.random.default_rng(seed)
-                ),
-                tokens_diff=paired_interval(tokens[i], tokens[best], np.random.default_rng(seed)),
+                **paired_against(cols, i, best, seed).as_fields(),
             )
         )
     out.sort(key=lambda s: (s.rank, -s.success, s.objective, s.name))
