@@ -16,6 +16,7 @@ import numpy as np
 import simpy
 from pydantic import BaseModel, ConfigDict, Field
 
+from opar_sim.core.clock import advance
 from opar_sim.core.task import TaskEvent, ToolSpec
 from opar_sim.core.types import Action, ActionResult, EpisodeResult, Observation, PlanStep
 
@@ -89,10 +90,13 @@ class SimTask(ABC):
         tp = self.tool_params
         rng = self.tool_rng
         latency = tp.latency_median * float(np.exp(tp.latency_sigma * rng.standard_normal()))
+        env = self.env
         if latency > tp.timeout:
-            yield self.env.timeout(tp.timeout)
+            if not advance(env, tp.timeout):
+                yield env.timeout(tp.timeout)
             return ActionResult(False, f"{action.tool} timed out", tp.timeout, "timeout")
-        yield self.env.timeout(latency)
+        if not advance(env, latency):
+            yield env.timeout(latency)
         if rng.random() < tp.failure_rate:
             return ActionResult(False, f"{action.tool} failed: service error", latency, "failure")
         result = self._apply(action)
