@@ -8,6 +8,7 @@ asks it for the expert's next action and a few plausible wrong ones.
 
 from __future__ import annotations
 
+import math
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
@@ -89,7 +90,8 @@ class SimTask(ABC):
             return ActionResult(False, problem, 0.0, "invalid_action")
         tp = self.tool_params
         rng = self.tool_rng
-        latency = tp.latency_median * float(np.exp(tp.latency_sigma * rng.standard_normal()))
+        # math.exp: numpy's exp of a scalar, without the ufunc call (the same float)
+        latency = tp.latency_median * math.exp(tp.latency_sigma * rng.standard_normal())
         env = self.env
         if latency > tp.timeout:
             if not advance(env, tp.timeout):

@@ -324,17 +324,17 @@ class SimulatedAgent:
         productive = visible > self._visible + 1e-9
         self._visible = visible
         self._drift = 0.5 * self._drift + (0.0 if productive else 0.5)
-        noise = rng.standard_normal(3)
+        noise_task, noise_act, noise_plan = rng.standard_normal(3).tolist()
         sigma = p.noise + (p.memory_noise if self._compressions else 0.0)
-        delta_task = min(1.0, max(0.0, visible + p.bias + sigma * float(noise[0])))
+        delta_task = min(1.0, max(0.0, visible + p.bias + sigma * noise_task))
         if not result.ok:
             act = 0.1
         elif productive:
             act = 1.0
         else:
             act = 0.6
-        delta_act = min(1.0, max(0.0, act + 0.5 * p.noise * float(noise[1])))
-        delta_plan = min(1.0, max(0.0, self._drift + 0.5 * p.noise * float(noise[2])))
+        delta_act = min(1.0, max(0.0, act + 0.5 * p.noise * noise_act))
+        delta_plan = min(1.0, max(0.0, self._drift + 0.5 * p.noise * noise_plan))
         confidence = min(1.0, max(0.0, delta_task * (1.0 - 0.3 * self._drift)))
         self._critique_right = abs(delta_task - task.progress) <= p.critique_tolerance
         if result.ok:
