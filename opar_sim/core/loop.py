@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Generator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import simpy
@@ -280,7 +280,7 @@ def _start(
     run = _Run([], quality_of=_quality_reader(agent))
     probe = _Probe(task, run, agent)
     if _implements(controller, TruthReader):  # only a law declared to read the hidden state
-        controller.bind_truth(probe)
+        cast(TruthReader, controller).bind_truth(probe)
     return rngs, cost, run, probe
 
 
@@ -310,14 +310,14 @@ def _effective_quality(agent: Agent, plan: Plan) -> float:
 def _quality_reader(agent: Agent) -> Callable[[Plan], float]:
     """How to read a plan's effective quality from ``agent`` (checked once per episode)."""
     if _implements(agent, ReportsEffectiveQuality):
-        return agent.effective_quality
+        return cast(ReportsEffectiveQuality, agent).effective_quality
     return _drawn_quality
 
 
 _IMPLEMENTS: dict[tuple[type, type], bool] = {}
 
 
-def _implements(part: object, protocol: type) -> bool:
+def _implements(part: object, protocol: Any) -> bool:
     """``isinstance(part, protocol)`` for a runtime protocol, answered once per class.
 
     A protocol check walks the protocol's members (about 10 µs); the episode's parts
