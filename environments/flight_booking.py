@@ -170,9 +170,10 @@ class FlightBooking(SimTask):
         hours = rng.integers(5, 23, n)
         if rng.random() < p.infeasible_rate:
             hours = rng.integers(0, max(p.earliest_hour, 1), n)
+        prices_list, hours_list = prices.tolist(), hours.tolist()  # the same floats, unboxed
         self.flights = [
-            Flight(i, round(float(prices[i]), 0), int(hours[i]), int(prices[i] * 60))
-            for i in range(n)
+            Flight(i, round(price, 0), hour, int(price * 60))
+            for i, (price, hour) in enumerate(zip(prices_list, hours_list, strict=True))
         ]
         self.week_empty = bool(rng.random() < p.empty_rate)
         best = self._best_valid()
@@ -320,7 +321,7 @@ class FlightBooking(SimTask):
         score = 0.0
         if visible:
             score += 0.2
-            if best is not None and any(f.flight_id == best for f in visible):
+            if best is not None and best < len(visible):  # visible: flights[:k], id = index
                 score += 0.1
         if self.points_known:
             score += 0.1
