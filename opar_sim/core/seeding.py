@@ -201,6 +201,18 @@ def _more(mixed: _Mixed, words: list[int]) -> _Mixed:
     return tuple(mixer), h
 
 
+@functools.lru_cache(maxsize=8)
+def _state_constants(count: int) -> tuple[tuple[int, int], ...]:
+    """generate_state's hash constant before and after each word's multiply (data-free)."""
+    out = []
+    h = _INIT_B
+    for _ in range(count):
+        after = (h * _MULT_B) & _MASK32
+        out.append((h, after))
+        h = after
+    return tuple(out)
+
+
 class ChildSeed(ISpawnableSeedSequence):
     """``SeedSequence(parent.entropy, spawn_key=(*parent.spawn_key, index))``, computed cheaply.
 
@@ -243,12 +255,10 @@ class ChildSeed(ISpawnableSeedSequence):
         if not wide and dtype is not np.uint32 and np.dtype(dtype) != np.uint32:
             raise TypeError("only support uint32 or uint64")
         pool, n = self.pool, len(self.pool)
-        h = _INIT_B
+        count = 2 * n_words if wide else n_words
         out = []
-        for i in range(2 * n_words if wide else n_words):
-            v = pool[i % n] ^ h
-            h = (h * _MULT_B) & _MASK32
-            v = (v * h) & _MASK32
+        for i, (before, after) in enumerate(_state_constants(count)):
+            v = ((pool[i % n] ^ before) * after) & _MASK32
             out.append(v ^ (v >> _XSHIFT))
         state = np.array(out, dtype=np.uint32)
         return state.view(np.uint64) if wide else state
