@@ -8,6 +8,7 @@ asks it for the expert's next action and a few plausible wrong ones.
 
 from __future__ import annotations
 
+import math
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
@@ -16,6 +17,7 @@ import numpy as np
 import simpy
 from pydantic import BaseModel, ConfigDict, Field
 
+from opar_sim.core.clock import advance
 from opar_sim.core.task import TaskEvent, ToolSpec
 from opar_sim.core.types import Action, ActionResult, EpisodeResult, Observation, PlanStep
 
@@ -88,11 +90,15 @@ class SimTask(ABC):
             return ActionResult(False, problem, 0.0, "invalid_action")
         tp = self.tool_params
         rng = self.tool_rng
-        latency = tp.latency_median * float(np.exp(tp.latency_sigma * rng.standard_normal()))
+        # math.exp: numpy's exp of a scalar, without the ufunc call (the same float)
+        latency = tp.latency_median * math.exp(tp.latency_sigma * rng.standard_normal())
+        env = self.env
         if latency > tp.timeout:
-            yield self.env.timeout(tp.timeout)
+            if not advance(env, tp.timeout):
+                yield env.timeout(tp.timeout)
             return ActionResult(False, f"{action.tool} timed out", tp.timeout, "timeout")
-        yield self.env.timeout(latency)
+        if not advance(env, latency):
+            yield env.timeout(latency)
         if rng.random() < tp.failure_rate:
             return ActionResult(False, f"{action.tool} failed: service error", latency, "failure")
         result = self._apply(action)

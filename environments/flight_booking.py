@@ -118,7 +118,34 @@ class FlightBooking(SimTask):
             f"Book next week's cheapest flight to Tokyo under {p.max_price:.0f}, departing "
             f"at {p.earliest_hour:02d}:00 or later; pay with points if the balance allows."
         )
+        # the calls the expert and the wrong moves make, built once (an Action sorts its
+        # arguments; these were a tenth of a step): the parameters are fixed per task
+        self._calls = {
+            "cancel": Action.of("cancel_booking"),
+            "itinerary": Action.of("get_itinerary"),
+            "next_page": Action.of("next_page"),
+            "check_points": Action.of("check_points"),
+            "next_week": Action.of("search_flights", range="next_week"),
+            "widened": Action.of("search_flights", range="widened"),
+            "filter": Action.of(
+                "filter_flights", max_price=p.max_price, earliest_hour=p.earliest_hour
+            ),
+            "filter_loose": Action.of(
+                "filter_flights", max_price=p.max_price * 1.5, earliest_hour=6
+            ),
+        }
+        self._bookings: dict[tuple[int, str], Action] = {}
+        self._template = self._plan_template()
+        self._handlers = {t.name: getattr(self, f"_tool_{t.name}") for t in self.TOOLS}
         self._clear()
+
+    def _book(self, flight_id: int, payment: str) -> Action:
+        """The call booking ``flight_id`` by ``payment`` (one object per pair)."""
+        call = self._bookings.get((flight_id, payment))
+        if call is None:
+            call = Action.of("book_flight", flight_id=flight_id, payment=payment)
+            self._bookings[flight_id, payment] = call
+        return call
 
     # -- world ---------------------------------------------------------------
     def _clear(self) -> None:
@@ -143,9 +170,10 @@ class FlightBooking(SimTask):
         hours = rng.integers(5, 23, n)
         if rng.random() < p.infeasible_rate:
             hours = rng.integers(0, max(p.earliest_hour, 1), n)
+        prices_list, hours_list = prices.tolist(), hours.tolist()  # the same floats, unboxed
         self.flights = [
-            Flight(i, round(float(prices[i]), 0), int(hours[i]), int(prices[i] * 60))
-            for i in range(n)
+            Flight(i, round(price, 0), hour, int(price * 60))
+            for i, (price, hour) in enumerate(zip(prices_list, hours_list, strict=True))
         ]
         self.week_empty = bool(rng.random() < p.empty_rate)
         best = self._best_valid()
@@ -206,8 +234,7 @@ class FlightBooking(SimTask):
     # -- tools ---------------------------------------------------------------
     def _apply(self, action: Action) -> ActionResult:
         self._cache = None
-        handler = getattr(self, f"_tool_{action.tool}")
-        result: ActionResult = handler(action)
+        result: ActionResult = self._handlers[action.tool](action)
         return result
 
     def _page_text(self) -> str:
@@ -294,7 +321,7 @@ class FlightBooking(SimTask):
         score = 0.0
         if visible:
             score += 0.2
-            if best is not None and any(f.flight_id == best for f in visible):
+            if best is not None and best < len(visible):  # visible: flights[:k], id = index
                 score += 0.1
         if self.points_known:
             score += 0.1
@@ -375,46 +402,48 @@ class FlightBooking(SimTask):
         is searched again.
         """
         p = self.params
-        if self.booking is not None and not self.complete:
-            return Action.of("cancel_booking")
-        if self.complete:
-            return Action.of("get_itinerary")
+        calls = self._calls
+        complete = self.complete
+        if self.booking is not None and not complete:
+            return calls["cancel"]
+        if complete:
+            return calls["itinerary"]
         if not self._visible():
-            rng = "widened" if self.range == "next_week" and self.week_empty else "next_week"
-            return Action.of("search_flights", range=rng)
+            widen = self.range == "next_week" and self.week_empty
+            return calls["widened" if widen else "next_week"]
         best = self._best
         if best is None:
-            return Action.of("get_itinerary")  # nothing valid exists: nothing useful to do
+            return calls["itinerary"]  # nothing valid exists: nothing useful to do
         if best >= self.pages_seen * p.page_size:
-            return Action.of("next_page")
+            return calls["next_page"]
         if not self.points_known:
-            return Action.of("check_points")
+            return calls["check_points"]
         best_flight = self.flights[best]
         if best_flight.seen_price != best_flight.price:
             # a fare moved since it was read: search again to see current prices
-            return Action.of("search_flights", range=self.range or "next_week")
+            search = self.range or "next_week"
+            return calls.get(search) or Action.of("search_flights", range=search)
         if self.shortlist != best:
-            return Action.of("filter_flights", max_price=p.max_price, earliest_hour=p.earliest_hour)
-        return Action.of("book_flight", flight_id=best, payment=self._right_payment(best))
+            return calls["filter"]
+        return self._book(best, self._right_payment(best))
 
     def wrong_actions(self) -> Sequence[Action]:
         """Repeat the search, recheck points, filter too loosely, or book the cheapest by cash."""
-        p = self.params
-        wrong = [
-            Action.of("search_flights", range="next_week"),
-            Action.of("check_points"),
-            Action.of("filter_flights", max_price=p.max_price * 1.5, earliest_hour=6),
-        ]
+        calls = self._calls
+        wrong = [calls["next_week"], calls["check_points"], calls["filter_loose"]]
         visible = self._visible()
         if visible:
             cheapest = min(visible, key=lambda f: f.price)
-            wrong.append(Action.of("book_flight", flight_id=cheapest.flight_id, payment="cash"))
+            wrong.append(self._book(cheapest.flight_id, "cash"))
         if self.booking is not None:
-            wrong.append(Action.of("cancel_booking"))
+            wrong.append(calls["cancel"])
         return wrong
 
     def plan_template(self) -> tuple[PlanStep, ...]:
         """Search (widen if empty), read the pages, check points, filter, book."""
+        return self._template
+
+    def _plan_template(self) -> tuple[PlanStep, ...]:
         p = self.params
         return (
             PlanStep(

@@ -35,8 +35,9 @@ class Context:
         self.tokens += tokens
         self.elements += 1
         self.by_kind[kind] += tokens
-        if self.step_tokens:
-            self.step_tokens[-1] += tokens
+        step_tokens = self.step_tokens  # five appends a step: one attribute read saved each
+        if step_tokens:
+            step_tokens[-1] += tokens
 
     def begin_step(self) -> None:
         """Open the slice of a new loop iteration (before its observation)."""

@@ -38,6 +38,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from opar_sim.agents.context import Context
 from opar_sim.core.agent import ActChoice
+from opar_sim.core.clock import advance
 from opar_sim.core.seeding import derived
 from opar_sim.core.task import Task, innermost, task_features
 from opar_sim.core.types import Action, ActionResult, Cost, Evaluation, Observation, Plan
@@ -230,7 +231,9 @@ class SimulatedAgent:
         self, env: simpy.Environment, task: Task
     ) -> Generator[simpy.Event, Any, Observation]:
         """Read the task's observation into the context; a visible world change raises drift."""
-        yield env.timeout(self.params.observe_seconds)
+        delay = self.params.observe_seconds
+        if not advance(env, delay):
+            yield env.timeout(delay)
         self.context.begin_step()
         obs = task.observe()
         self.context.append("observation", obs.tokens)
@@ -249,7 +252,9 @@ class SimulatedAgent:
         p = self.params
         assert self._task is not None, "reset() first"
         if not fresh and self._current is not None:
-            yield env.timeout(self._llm_call(p.continue_tokens))
+            delay = self._llm_call(p.continue_tokens)
+            if not advance(env, delay):
+                yield env.timeout(delay)
             self.context.append("plan", p.continue_tokens)
             return self._current
         quality = float(self.rng.beta(p.plan_alpha, p.plan_beta))
@@ -260,7 +265,9 @@ class SimulatedAgent:
         if self._lessons:
             quality += p.reflexion_gain * len(self._lessons)
         quality = min(0.98, max(0.02, quality))
-        yield env.timeout(self._llm_call(p.plan_tokens))
+        delay = self._llm_call(p.plan_tokens)
+        if not advance(env, delay):
+            yield env.timeout(delay)
         self.context.append("plan", p.plan_tokens)
         self._plans += 1
         self._drift = 0.0
@@ -275,13 +282,17 @@ class SimulatedAgent:
         p = self.params
         task = self._task
         assert task is not None, "reset() first"
-        yield env.timeout(self._llm_call(p.act_tokens))
+        delay = self._llm_call(p.act_tokens)
+        if not advance(env, delay):
+            yield env.timeout(delay)
         self.context.append("action", p.act_tokens)
         plan.cursor += 1
         rng = self.rng
         if rng.random() < p.invalid_format_rate:
             # one retry with the validation error in the prompt, as with a real model
-            yield env.timeout(self._llm_call(p.act_tokens))
+            delay = self._llm_call(p.act_tokens)
+            if not advance(env, delay):
+                yield env.timeout(delay)
             self.context.append("action", p.act_tokens)
             if rng.random() < p.invalid_format_rate:
                 return ActChoice(None, False, "invalid_format")
@@ -305,23 +316,25 @@ class SimulatedAgent:
         """
         p = self.params
         rng = self.rng
-        yield env.timeout(self._llm_call(p.eval_tokens))
+        delay = self._llm_call(p.eval_tokens)
+        if not advance(env, delay):
+            yield env.timeout(delay)
         self.context.append("reflection", p.eval_tokens)
         visible = task.observe().visible_progress
         productive = visible > self._visible + 1e-9
         self._visible = visible
         self._drift = 0.5 * self._drift + (0.0 if productive else 0.5)
-        noise = rng.standard_normal(3)
+        noise_task, noise_act, noise_plan = rng.standard_normal(3).tolist()
         sigma = p.noise + (p.memory_noise if self._compressions else 0.0)
-        delta_task = min(1.0, max(0.0, visible + p.bias + sigma * float(noise[0])))
+        delta_task = min(1.0, max(0.0, visible + p.bias + sigma * noise_task))
         if not result.ok:
             act = 0.1
         elif productive:
             act = 1.0
         else:
             act = 0.6
-        delta_act = min(1.0, max(0.0, act + 0.5 * p.noise * float(noise[1])))
-        delta_plan = min(1.0, max(0.0, self._drift + 0.5 * p.noise * float(noise[2])))
+        delta_act = min(1.0, max(0.0, act + 0.5 * p.noise * noise_act))
+        delta_plan = min(1.0, max(0.0, self._drift + 0.5 * p.noise * noise_plan))
         confidence = min(1.0, max(0.0, delta_task * (1.0 - 0.3 * self._drift)))
         self._critique_right = abs(delta_task - task.progress) <= p.critique_tolerance
         if result.ok:
@@ -337,7 +350,9 @@ class SimulatedAgent:
     def _compress(self, env: simpy.Environment) -> Generator[simpy.Event, Any, str | None]:
         """Algorithm 2, step 2.5: summarise the older steps into one memory entry."""
         p = self.params
-        yield env.timeout(self._llm_call(p.memory_tokens))
+        delay = self._llm_call(p.memory_tokens)
+        if not advance(env, delay):
+            yield env.timeout(delay)
         before, after, folded = self.context.compress(p.keep_steps, p.memory_tokens)
         if not folded:
             return None

@@ -19,7 +19,7 @@ from typing import Any, Protocol, runtime_checkable
 from opar_sim.core.types import Decision, Evaluation
 
 
-@dataclass(slots=True, frozen=True)
+@dataclass(slots=True, unsafe_hash=True)  # not frozen: built every step (see core.types)
 class Truth:
     """Hidden ground truth; only the oracle controller may read it.
 
@@ -42,7 +42,7 @@ class Truth:
         return self.plan_quality if self.effective_quality is None else self.effective_quality
 
 
-@dataclass(slots=True, frozen=True)
+@dataclass(slots=True, unsafe_hash=True)  # not frozen: built every step (see core.types)
 class ReflectContext:
     """What a controller is told besides the evaluation.
 

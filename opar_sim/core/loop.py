@@ -9,9 +9,10 @@ never started when its worst-case token spend would break ``token_budget``.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Generator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import simpy
@@ -278,8 +279,8 @@ def _start(
     controller.reset()
     run = _Run([], quality_of=_quality_reader(agent))
     probe = _Probe(task, run, agent)
-    if isinstance(controller, TruthReader):  # only a law declared to read the hidden state
-        controller.bind_truth(probe)
+    if _implements(controller, TruthReader):  # only a law declared to read the hidden state
+        cast(TruthReader, controller).bind_truth(probe)
     return rngs, cost, run, probe
 
 
@@ -308,9 +309,29 @@ def _effective_quality(agent: Agent, plan: Plan) -> float:
 
 def _quality_reader(agent: Agent) -> Callable[[Plan], float]:
     """How to read a plan's effective quality from ``agent`` (checked once per episode)."""
-    if isinstance(agent, ReportsEffectiveQuality):
-        return agent.effective_quality
+    if _implements(agent, ReportsEffectiveQuality):
+        return cast(ReportsEffectiveQuality, agent).effective_quality
     return _drawn_quality
+
+
+_IMPLEMENTS: dict[tuple[type, type], bool] = {}
+
+
+def _implements(part: object, protocol: Any) -> bool:
+    """``isinstance(part, protocol)`` for a runtime protocol, answered once per class.
+
+    A protocol check walks the protocol's members (about 10 µs); the episode's parts
+    are checked every episode, and their classes do not change.  The answer is kept
+    only when the class alone gives it (not members set on the instance).
+    """
+    key = (type(part), protocol)
+    known = _IMPLEMENTS.get(key)
+    if known is None:
+        known = isinstance(part, protocol)
+        with contextlib.suppress(TypeError):  # a protocol with data members: not cached
+            if known == issubclass(type(part), protocol):
+                _IMPLEMENTS[key] = known
+    return known
 
 
 def _finish(

@@ -1,7 +1,11 @@
 """The domain types of the OPAR loop.
 
 The hot path (one object per phase per step, hundreds of thousands per second
-in a sweep) uses slotted dataclasses; pydantic is kept for the boundaries
+in a sweep) uses slotted dataclasses, and the records made every step
+(observation, result, evaluation, decision) are not frozen: a frozen
+dataclass pays an ``object.__setattr__`` per field, about three times the
+cost of building it (they still hash by value, ``unsafe_hash``, as they did
+frozen; nothing changes them after they are made); pydantic is kept for the boundaries
 (experiment specs, LLM structured outputs, files on disk).  Field names follow
 the OPAR document: an episode's trajectory is τ = ⟨o, π, a, r, ρ⟩ per step.
 """
@@ -21,7 +25,7 @@ class ControlSignal(enum.Enum):
     TERMINATE = "terminate"
 
 
-@dataclass(slots=True, frozen=True)
+@dataclass(slots=True, unsafe_hash=True)
 class Observation:
     """What the agent perceives at the start of a step (o_t).
 
@@ -100,7 +104,7 @@ class Action:
         return f"{self.tool}({inner})"
 
 
-@dataclass(slots=True, frozen=True)
+@dataclass(slots=True, unsafe_hash=True)
 class ActionResult:
     """The raw result r_t of executing an action in simulated time."""
 
@@ -111,7 +115,7 @@ class ActionResult:
     tokens: int = 0
 
 
-@dataclass(slots=True, frozen=True)
+@dataclass(slots=True, unsafe_hash=True)
 class Evaluation:
     """The sensor reading of Algorithm 2: the agent's assessment after acting."""
 
@@ -124,7 +128,7 @@ class Evaluation:
     memory_update: str | None = None  # Algorithm 2 step 2.5: the summary made this Reflect
 
 
-@dataclass(slots=True, frozen=True)
+@dataclass(slots=True, unsafe_hash=True)
 class Decision:
     """A controller's verdict: the signal, why, and the controller's terms.
 

@@ -154,7 +154,11 @@ def to_line(row: dict[str, Any]) -> str:
 
 def episode_lines(result: EpisodeResult) -> tuple[str, str]:
     """(the episode's line, all its step lines), sub-agents' steps included."""
-    steps = "".join(to_line(step_row(result, rec)) for rec in result.steps)
+    # the lines of to_line, joined as bytes and decoded once
+    dumps, newline = orjson.dumps, orjson.OPT_APPEND_NEWLINE
+    steps = b"".join(
+        [dumps(step_row(result, rec), option=newline) for rec in result.steps]
+    ).decode()
     for sub in result.sub_episodes:
         for rec in sub.steps:
             # a sub-agent's step belongs to the parent's episode: same controller and
