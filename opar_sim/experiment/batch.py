@@ -277,9 +277,8 @@ class _Engine:
             excess <= 0, s.quality, np.maximum(p.quality_floor, s.quality * factor)
         )
         expert = rng.random(n) < effective
-        complete = world.progress() >= 1.0
-        tool, flight, pay = world.expert(complete)
-        wrong_tool, wrong_flight, wrong_pay = world.wrong(rng)
+        tool, flight, pay = world.expert(world.complete())
+        wrong_tool, wrong_flight, wrong_pay = world.wrong(rng, a & ~expert)
         tool = np.where(expert, tool, wrong_tool)
         flight = np.where(expert, flight, wrong_flight)
         pay = np.where(expert, pay, wrong_pay).astype(np.int8)
