@@ -29,7 +29,7 @@ import numpy as np
 
 from controllers.batch import REPLAN, TERMINATE, BatchLaw, Reading, Unsupported, from_scalar
 from environments.flight_booking import FlightBooking
-from environments.flight_booking_batch import PAY_POINTS, FlightBookingBatch, take_rows
+from environments.flight_booking_batch import PAY_CASH, PAY_POINTS, FlightBookingBatch, take_rows
 from opar_sim.agents.simulated import RESULT_TOKEN_CAP, SimulatedAgent, SimulatedAgentParams
 from opar_sim.core.limits import Limits
 from opar_sim.core.seeding import episode_seed
@@ -203,14 +203,17 @@ class _Engine:
         return out.episodes()
 
     # -- the clock and the model calls ----------------------------------------------
+    # Updates are branch-free arithmetic on whole arrays (``x += m * v``) rather than
+    # ``np.where`` or masked writes: a random mask makes masked writes mispredict, and
+    # each ``np.where`` allocates; rare events (cuts, stops) test ``any()`` first.
     def _advance(self, m: np.ndarray, seconds: np.ndarray | float) -> np.ndarray:
         """Let ``seconds`` pass for the rows of ``m``; cut those past the time budget."""
         s = self.state
-        s.now = np.where(m, s.now + seconds, s.now)
+        s.now += m * seconds
         cut = m & (s.now > self.limits.time_budget)
         if cut.any():
-            s.now = np.where(cut, self.limits.time_budget, s.now)
-            s.status = np.where(cut, TIME, s.status)
+            np.copyto(s.now, self.limits.time_budget, where=cut)
+            np.copyto(s.status, TIME, where=cut)
             s.alive &= ~cut
         return np.asarray(s.alive & m)
 
@@ -218,27 +221,33 @@ class _Engine:
         """One model call per row of ``m`` (``SimulatedAgent._llm_call``); the rows still alive."""
         s, p = self.state, self.p
         prompt = s.context
-        s.prompt = np.where(m, s.prompt + prompt, s.prompt)
-        s.completion = np.where(m, s.completion + completion, s.completion)
+        s.prompt += m * prompt
+        s.completion += m * completion
         s.calls += m
-        seconds = prompt / p.prompt_tokens_per_second + completion / p.tokens_per_second
+        seconds = prompt * (1.0 / p.prompt_tokens_per_second)
+        seconds += completion / p.tokens_per_second
         return self._advance(m, seconds)
 
     # -- one iteration of Algorithm 1 for every live episode ---------------------------
     def _step(self, t: int) -> None:
         s, p, world, rng, limits = self.state, self.p, self.world, self.rng, self.limits
         n = self.n
+        # this step's uniforms (retry, invalid output, expert, tool failure) and normals
+        # (the three evaluation noises, the tool latency), drawn in two blocks
+        u = rng.random((4, n))
+        z = rng.standard_normal((4, n))
         # the hard token limit: the step's worst case must fit (SimulatedAgent.max_step_tokens)
-        completions = np.where(s.fresh, p.plan_tokens, p.continue_tokens)
-        completions = completions + 2 * p.act_tokens + p.eval_tokens
+        completions = s.fresh * (p.plan_tokens - p.continue_tokens)
+        completions += p.continue_tokens + 2 * p.act_tokens + p.eval_tokens
         bound = 4 * (s.context + completions + RESULT_TOKEN_CAP + 64) + completions
         over = s.alive & (s.prompt + s.completion + bound > limits.token_budget)
-        s.status = np.where(over, TOKENS, s.status)
-        s.alive &= ~over
+        if over.any():
+            np.copyto(s.status, TOKENS, where=over)
+            s.alive &= ~over
         # Observe
         a = self._advance(s.alive, p.observe_seconds)
-        s.drift = np.where(a & world.fare_changed_seen, np.maximum(s.drift, 0.8), s.drift)
-        s.context = np.where(a, s.context + 30, s.context)  # Observation.tokens of the task
+        np.maximum(s.drift, 0.8 * (a & world.fare_changed_seen), out=s.drift)  # drift >= 0
+        s.context += 30 * a  # Observation.tokens of the task
         # Plan
         s.replans += a & s.has_plan & s.fresh
         new = a & (s.fresh | ~s.has_plan)
@@ -246,78 +255,78 @@ class _Engine:
         quality = np.zeros(n)
         drawn = np.flatnonzero(new)  # Beta draws are dear: only the fresh plans'
         quality[drawn] = rng.beta(p.plan_alpha, p.plan_beta, drawn.size)
-        quality = quality + np.where(s.has_plan & s.critique_right, p.critique_gain, 0.0)
-        quality = np.clip(quality, 0.02, 0.98)
-        done = self._call(a, np.where(new, p.plan_tokens, p.continue_tokens))
+        quality += p.critique_gain * (s.has_plan & s.critique_right)
+        np.clip(quality, 0.02, 0.98, out=quality)
+        done = self._call(a, p.continue_tokens + (p.plan_tokens - p.continue_tokens) * new)
         new &= done
         keep &= done
-        s.context = np.where(new, s.context + p.plan_tokens, s.context)
-        s.context = np.where(keep, s.context + p.continue_tokens, s.context)
+        s.context += p.plan_tokens * new + p.continue_tokens * keep
         s.has_plan |= new
-        s.drift = np.where(new, 0.0, s.drift)
+        old = ~new
+        s.drift *= old
         s.quality = np.where(new, quality, s.quality)
-        s.cursor = np.where(new, 0, s.cursor)
-        s.plan_age = np.where(new, 0, s.plan_age)
+        s.cursor *= old
+        s.plan_age *= old
         # Act: one retry after an output that fails validation
         a = self._call(s.alive, p.act_tokens)
-        s.context = np.where(a, s.context + p.act_tokens, s.context)
+        s.context += p.act_tokens * a
         s.cursor += a
-        retry = a & (rng.random(n) < p.invalid_format_rate)
+        retry = a & (u[0] < p.invalid_format_rate)
         if retry.any():
             r = self._call(retry, p.act_tokens)
-            s.context = np.where(r, s.context + p.act_tokens, s.context)
-            a = s.alive & a
-            invalid = r & (rng.random(n) < p.invalid_format_rate)
+            s.context += p.act_tokens * r
+            a &= s.alive
+            invalid = r & (u[1] < p.invalid_format_rate)
         else:
             invalid = np.zeros(n, bool)
         world.disturb_until(s.now, a, rng)
         excess = s.context - p.context_knee
-        factor = 1.0 - p.context_decay * excess / p.context_knee
-        effective = np.where(
-            excess <= 0, s.quality, np.maximum(p.quality_floor, s.quality * factor)
-        )
-        expert = rng.random(n) < effective
+        factor = 1.0 - (p.context_decay / p.context_knee) * excess
+        decayed = np.maximum(p.quality_floor, s.quality * factor)
+        expert = u[2] < np.where(excess <= 0, s.quality, decayed)
         tool, flight, pay = world.expert(world.complete())
-        wrong_tool, wrong_flight, wrong_pay = world.wrong(rng, a & ~expert)
+        wrong_tool, wrong_flight, _ = world.wrong(rng, a & ~expert)  # a wrong booking pays cash
         tool = np.where(expert, tool, wrong_tool)
         flight = np.where(expert, flight, wrong_flight)
-        pay = np.where(expert, pay, wrong_pay).astype(np.int8)
+        pay = np.where(expert, pay, np.int8(PAY_CASH))
         # the tool call (SimTask.execute): latency, timeout, failure, effect
         valid = a & ~invalid
-        s.invalid_run = np.where(a & invalid, s.invalid_run + 1, np.where(valid, 0, s.invalid_run))
+        # invalid outputs in a row (``invalid`` lies inside ``a``): one more, or back to 0
+        s.invalid_run = np.where(a, (s.invalid_run + 1) * invalid, s.invalid_run)
         s.tool_calls += valid
         tp = world.params.tools
-        latency = tp.latency_median * np.exp(tp.latency_sigma * rng.standard_normal(n))
+        latency = tp.latency_median * np.exp(tp.latency_sigma * z[3])
         timeout = latency > tp.timeout
-        arrived = self._advance(valid, np.where(timeout, tp.timeout, latency))
-        failed = rng.random(n) < tp.failure_rate
-        delivered = arrived & ~timeout & ~failed
+        arrived = self._advance(valid, np.minimum(latency, tp.timeout))
+        delivered = arrived & ~timeout & (u[3] >= tp.failure_rate)
         world.disturb_until(s.now, delivered, rng)
-        ok, tokens = world.apply(delivered, tool, flight, pay)
-        ok &= delivered
-        tokens = np.where(delivered, tokens, 0)
+        ok, tokens = world.apply(delivered, tool, flight, pay)  # both zero outside delivered
         a &= s.alive  # less those cut during the tool call
-        s.context = np.where(a, s.context + np.minimum(RESULT_TOKEN_CAP, tokens + 4), s.context)
+        s.context += a * np.minimum(RESULT_TOKEN_CAP, tokens + 4)
         # Reflect: the evaluation from what is visible, then the law
         a = self._call(a, p.eval_tokens)
-        s.context = np.where(a, s.context + p.eval_tokens, s.context)
+        s.context += p.eval_tokens * a
         world.disturb_until(s.now, a, rng)
         visible = world.visible_progress()
         productive = visible > s.visible + 1e-9
         s.visible = np.where(a, visible, s.visible)
-        s.drift = np.where(a, 0.5 * s.drift + np.where(productive, 0.0, 0.5), s.drift)
-        noise = rng.standard_normal((3, n))
-        delta_task = np.clip(visible + p.bias + p.noise * noise[0], 0.0, 1.0)
-        act = np.where(~ok, 0.1, np.where(productive, 1.0, 0.6))
-        delta_act = np.clip(act + 0.5 * p.noise * noise[1], 0.0, 1.0)
-        delta_plan = np.clip(s.drift + 0.5 * p.noise * noise[2], 0.0, 1.0)
-        confidence = np.clip(delta_task * (1.0 - 0.3 * s.drift), 0.0, 1.0)
+        s.drift = np.where(a, 0.5 * s.drift + 0.5 * ~productive, s.drift)
+        z *= p.noise
+        delta_task = visible + p.bias
+        delta_task += z[0]
+        np.clip(delta_task, 0.0, 1.0, out=delta_task)
+        act = np.where(ok, np.where(productive, 1.0, 0.6), 0.1)
+        act += 0.5 * z[1]
+        delta_act = np.clip(act, 0.0, 1.0, out=act)
+        delta_plan = s.drift + 0.5 * z[2]
+        np.clip(delta_plan, 0.0, 1.0, out=delta_plan)
+        confidence = delta_task * (1.0 - 0.3 * s.drift)
+        np.clip(confidence, 0.0, 1.0, out=confidence)
         truth = world.progress()
-        s.critique_right = np.where(
-            a, np.abs(delta_task - truth) <= p.critique_tolerance, s.critique_right
-        )
+        right = np.abs(delta_task - truth) <= p.critique_tolerance
+        s.critique_right = np.where(a, right, s.critique_right)
         s.plan_age += a
-        dt = np.where(np.isnan(s.last_reflect), 0.0, s.now - s.last_reflect)
+        dt = (s.now - s.last_reflect) * (s.steps > 0)  # 0 at the first Reflect
         s.last_reflect = np.where(a, s.now, s.last_reflect)
         reading = Reading(
             delta_task,
@@ -331,16 +340,20 @@ class _Engine:
         )
         signal, give_up = self.law.decide(a, reading)
         s.steps += a
-        self.controller_steps += int(a.sum())
+        self.controller_steps += int(np.count_nonzero(a))
         better = a & (delta_task >= s.best_delta)
         s.best_delta = np.where(better, delta_task, s.best_delta)
         s.best_step = np.where(better, t, s.best_step)
         broken = a & (s.invalid_run >= 3)
         stop = a & ~broken & (signal == TERMINATE)
-        s.status = np.where(broken, INVALID, np.where(stop, TERMINATED, s.status))
-        s.give_up = np.where(stop, give_up, s.give_up)
-        s.best_step = np.where(stop, t, s.best_step)
-        s.alive &= ~(broken | stop)
+        if stop.any():
+            np.copyto(s.status, TERMINATED, where=stop)
+            np.copyto(s.give_up, give_up, where=stop)
+            np.copyto(s.best_step, t, where=stop)
+            s.alive &= ~stop
+        if broken.any():
+            np.copyto(s.status, INVALID, where=broken)
+            s.alive &= ~broken
         s.fresh = np.where(a, signal == REPLAN, s.fresh)
 
     def _record(self, ended: np.ndarray, out: _Out) -> None:
@@ -392,25 +405,25 @@ class _State:
         self.status = np.full(n, RUNNING, np.int8)
         self.give_up = np.zeros(n, bool)
         self.now = np.zeros(n)
-        self.context = np.full(n, context, np.int64)
-        self.prompt = np.zeros(n, np.int64)
-        self.completion = np.zeros(n, np.int64)
-        self.calls = np.zeros(n, np.int64)
-        self.tool_calls = np.zeros(n, np.int64)
-        self.replans = np.zeros(n, np.int64)
+        self.context = np.full(n, context, np.int32)
+        self.prompt = np.zeros(n, np.int32)
+        self.completion = np.zeros(n, np.int32)
+        self.calls = np.zeros(n, np.int32)
+        self.tool_calls = np.zeros(n, np.int32)
+        self.replans = np.zeros(n, np.int32)
         self.has_plan = np.zeros(n, bool)
         self.fresh = np.ones(n, bool)
         self.quality = np.zeros(n)
-        self.cursor = np.zeros(n, np.int64)
-        self.plan_age = np.zeros(n, np.int64)
+        self.cursor = np.zeros(n, np.int32)
+        self.plan_age = np.zeros(n, np.int32)
         self.visible = np.zeros(n)
         self.drift = np.zeros(n)
         self.critique_right = np.zeros(n, bool)
-        self.invalid_run = np.zeros(n, np.int64)
-        self.last_reflect = np.full(n, np.nan)
-        self.steps = np.zeros(n, np.int64)
+        self.invalid_run = np.zeros(n, np.int32)
+        self.last_reflect = np.zeros(n)
+        self.steps = np.zeros(n, np.int32)
         self.best_delta = np.full(n, -np.inf)
-        self.best_step = np.zeros(n, np.int64)
+        self.best_step = np.zeros(n, np.int32)
 
 
 class _Out:
