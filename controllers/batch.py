@@ -3,8 +3,10 @@
 Each class here runs one scalar law (the reference implementation) on N
 episodes at once: its state is an array per field, ``decide`` takes the
 evaluation and loop context as arrays and returns the signals
-(``CONTINUE``/``REPLAN``/``TERMINATE`` codes) and the give-up claims.  Only
-the rows of ``mask`` change state.  ``from_scalar`` turns a built scalar law
+(``CONTINUE``/``REPLAN``/``TERMINATE`` codes) and the give-up claims.  The
+rows outside ``mask`` are finished episodes: the engine never reads them
+again, so a law may leave their state anything (sparing a masked write per
+field).  ``from_scalar`` turns a built scalar law
 into its batch twin, with the same parameters; a law with no twin (the
 oracle, the confidence law, the checker) raises ``Unsupported``.
 """
@@ -57,7 +59,7 @@ class BatchLaw(Protocol):
         ...
 
     def decide(self, mask: np.ndarray, r: Reading) -> Signals:
-        """The signals of the rows of ``mask`` (others: unspecified, state untouched)."""
+        """The signals of the rows of ``mask`` (others: finished; signals and state unspecified)."""
         ...
 
 
@@ -123,10 +125,7 @@ class BatchPID:
         u = p + i + d
         olow, ohigh = law.output_limits
         out = np.clip(u, olow, ohigh)
-        self.i = np.where(m, i, self.i)
-        self.d = np.where(m, d, self.d)
-        self.previous = np.where(m, sample, self.previous)
-        self.excess = np.where(m, out - u, self.excess)
+        self.i, self.d, self.previous, self.excess = i, d, sample, out - u
         return np.asarray(out)
 
     def decide(self, m: np.ndarray, r: Reading) -> Signals:
@@ -136,20 +135,20 @@ class BatchPID:
         error = law.setpoint - measurement
         if law.pace:
             new_plan = r.replans != self.replans_seen
-            self.replans_seen = np.where(m, r.replans, self.replans_seen)
-            self.baseline = np.where(m & new_plan, self.last, self.baseline)
-            self.last = np.where(m, measurement, self.last)
+            self.replans_seen = r.replans.copy()
+            self.baseline = np.where(new_plan, self.last, self.baseline)
+            self.last = measurement
             lag = np.clip(law.pace * r.plan_age - (measurement - self.baseline), 0.0, 1.0)
             effort = self._update(m, lag, r.dt, law.setpoint - lag)
         else:
             effort = self._update(m, error, r.dt, measurement)
-        self.accumulated = np.where(m, self.accumulated + error * r.dt, self.accumulated)
+        self.accumulated += error * r.dt
         low = error < self.best_error - law.give_up_margin
-        self.best_error = np.where(m & low, error, self.best_error)
-        self.since_best = np.where(m, np.where(low, 0, self.since_best + 1), self.since_best)
-        self.settled = np.where(
-            m, np.where(error <= law.settle_band, self.settled + 1, 0), self.settled
-        )
+        self.best_error = np.where(low, error, self.best_error)
+        self.since_best += 1
+        self.since_best *= ~low
+        self.settled += 1
+        self.settled *= error <= law.settle_band
         settle = (self.settled >= law.settle_count) & (r.confidence >= law.confidence_floor)
         give = ~settle & (self.accumulated >= law.give_up_after)
         give &= self.since_best >= law.give_up_window

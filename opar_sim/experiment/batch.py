@@ -190,16 +190,16 @@ class _Engine:
         out = _Out(n)
         for t in range(1, self.limits.max_steps + 1):
             self._step(t)
-            ended = ~s.alive & ~s.recorded
-            if t == self.limits.max_steps:
-                s.status = np.where(s.alive, MAX_STEPS, s.status)
-                ended = ~s.recorded
-            if ended.any():
-                self._record(ended, out)
-            if not s.alive.any():
+            live = np.count_nonzero(s.alive)
+            if live == 0:
                 break
-            if s.alive.sum() < 0.8 * self.n:  # finished rows cost as much as live ones
+            if live < 0.8 * self.n:  # finished rows cost as much as live ones
+                # a finished row's state is frozen (every update is masked by ``alive``),
+                # so it is judged only now, when it is dropped
+                self._record(~s.alive, out)
                 self._compact()
+        np.copyto(s.status, MAX_STEPS, where=s.alive)
+        self._record(np.ones(self.n, bool), out)
         return out.episodes()
 
     # -- the clock and the model calls ----------------------------------------------
@@ -208,13 +208,16 @@ class _Engine:
     # each ``np.where`` allocates; rare events (cuts, stops) test ``any()`` first.
     def _advance(self, m: np.ndarray, seconds: np.ndarray | float) -> np.ndarray:
         """Let ``seconds`` pass for the rows of ``m``; cut those past the time budget."""
-        s = self.state
+        s, budget = self.state, self.limits.time_budget
         s.now += m * seconds
-        cut = m & (s.now > self.limits.time_budget)
-        if cut.any():
-            np.copyto(s.now, self.limits.time_budget, where=cut)
-            np.copyto(s.status, TIME, where=cut)
-            s.alive &= ~cut
+        # ``m`` lies inside ``alive``, and no other row is past the budget (a cut row's
+        # clock stops at it): one reduction tells whether anything was cut
+        if s.now.max(initial=0.0) <= budget:
+            return m
+        cut = s.now > budget
+        np.copyto(s.now, budget, where=cut)
+        np.copyto(s.status, TIME, where=cut)
+        s.alive &= ~cut
         return np.asarray(s.alive & m)
 
     def _call(self, m: np.ndarray, completion: np.ndarray | int) -> np.ndarray:
@@ -237,10 +240,13 @@ class _Engine:
         u = rng.random((4, n))
         z = rng.standard_normal((4, n))
         # the hard token limit: the step's worst case must fit (SimulatedAgent.max_step_tokens)
-        completions = s.fresh * (p.plan_tokens - p.continue_tokens)
-        completions += p.continue_tokens + 2 * p.act_tokens + p.eval_tokens
-        bound = 4 * (s.context + completions + RESULT_TOKEN_CAP + 64) + completions
-        over = s.alive & (s.prompt + s.completion + bound > limits.token_budget)
+        # bound = 4 (context + completions + cap + 64) + completions, completions = c0 + fresh dc
+        c0 = p.continue_tokens + 2 * p.act_tokens + p.eval_tokens
+        dc = p.plan_tokens - p.continue_tokens
+        spent = s.prompt + s.completion
+        spent += 4 * s.context
+        spent += (5 * dc) * s.fresh
+        over = s.alive & (spent > limits.token_budget - 5 * c0 - 4 * (RESULT_TOKEN_CAP + 64))
         if over.any():
             np.copyto(s.status, TOKENS, where=over)
             s.alive &= ~over
@@ -309,8 +315,11 @@ class _Engine:
         world.disturb_until(s.now, a, rng)
         visible = world.visible_progress()
         productive = visible > s.visible + 1e-9
-        s.visible = np.where(a, visible, s.visible)
-        s.drift = np.where(a, 0.5 * s.drift + 0.5 * ~productive, s.drift)
+        # from here on the rows outside ``a`` are finished (``a`` is ``s.alive``): what they
+        # never record (visible progress, drift, critique, clock of the last Reflect, the
+        # plan's freshness) is written without a mask
+        s.visible = visible
+        s.drift = 0.5 * s.drift + 0.5 * ~productive
         z *= p.noise
         delta_task = visible + p.bias
         delta_task += z[0]
@@ -324,10 +333,10 @@ class _Engine:
         np.clip(confidence, 0.0, 1.0, out=confidence)
         truth = world.progress()
         right = np.abs(delta_task - truth) <= p.critique_tolerance
-        s.critique_right = np.where(a, right, s.critique_right)
+        s.critique_right = right
         s.plan_age += a
         dt = (s.now - s.last_reflect) * (s.steps > 0)  # 0 at the first Reflect
-        s.last_reflect = np.where(a, s.now, s.last_reflect)
+        s.last_reflect = s.now.copy()
         reading = Reading(
             delta_task,
             delta_act,
@@ -354,7 +363,7 @@ class _Engine:
         if broken.any():
             np.copyto(s.status, INVALID, where=broken)
             s.alive &= ~broken
-        s.fresh = np.where(a, signal == REPLAN, s.fresh)
+        s.fresh = signal == REPLAN
 
     def _record(self, ended: np.ndarray, out: _Out) -> None:
         """Judge the episodes that just ended from their world, at their own clock."""
@@ -382,7 +391,6 @@ class _Engine:
         out.pay[ids] = world.pay[rows]
         out.hour[ids] = world.hour[rows, safe]
         out.price[ids] = world.price[rows, safe]
-        s.recorded |= ended
 
     def _compact(self) -> None:
         """Drop the finished rows from every array (the live ones keep their order)."""
@@ -401,7 +409,6 @@ class _State:
     def __init__(self, n: int, context: int) -> None:
         self.ids = np.arange(n)
         self.alive = np.ones(n, bool)
-        self.recorded = np.zeros(n, bool)
         self.status = np.full(n, RUNNING, np.int8)
         self.give_up = np.zeros(n, bool)
         self.now = np.zeros(n)
