@@ -291,15 +291,25 @@ class FlightBookingBatch:
         np.copyto(tokens, 40, where=turn)
         shown_changed = search | turn
         self._count_visible(shown_changed)
-        # the page just read: its fares are seen now (one flat copy per place on the page)
+        # the page just read: its fares are seen now (one flat copy per place on the page),
+        # and the cheapest valid seen flight is the page's or, after a turn, the one before
         rows = np.flatnonzero(found | turn)
         if rows.size:
             first = (self.pages[rows] - 1) * size
             cells = self.row0[rows] + first
-            seen, price = self.seen.reshape(-1), self.price.reshape(-1)
+            seen, price, valid = self.seen.reshape(-1), self.price.reshape(-1), self.valid.reshape(-1)
+            cheapest = np.where(turn[rows], self.seen_cheapest[rows], NONE)
+            fare = seen.take(self.row0[rows] + np.maximum(cheapest, 0))
+            fare = np.where(cheapest >= 0, fare, np.inf)
             for j in range(size):
-                on = cells[first + j < f] + j
-                seen[on] = price[on]
+                inside = first + j < f
+                cell = np.where(inside, cells + j, cells)  # a place past the last flight: none
+                now = price.take(cell)
+                seen[cell[inside]] = now[inside]
+                better = inside & valid.take(cell) & (now < fare)  # lower ids win ties
+                fare = np.where(better, now, fare)
+                cheapest = np.where(better, first + j, cheapest)
+            self.seen_cheapest[rows] = cheapest
         # check_points
         check = code == CHECK_POINTS
         self.points_known |= check
@@ -356,7 +366,8 @@ class FlightBookingBatch:
         np.copyto(tokens, 6, where=cancel & ~nothing)
         # get_itinerary
         np.copyto(tokens, 14, where=code == ITINERARY)
-        rows = np.flatnonzero(shown_changed | risen)  # what the seen fares or the shown count moved
+        np.copyto(self.seen_cheapest, NONE, where=empty)  # nothing shown
+        rows = np.flatnonzero(risen)  # a seen fare rose: search the shown flights again
         if rows.size:
             self.seen_cheapest[rows] = self._cheapest_seen(rows)
         return ok, tokens

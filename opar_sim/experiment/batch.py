@@ -41,6 +41,7 @@ from opar_sim.experiment.spec import ExperimentSpec, SpecError
 ENGINES = ("simpy", "batch")
 BATCH_STREAM = 0xBA7C4  # the spawn-key tag of the batch engine's generators
 CHUNK = 100_000  # episodes held in arrays at once (memory stays flat past it)
+COMPACT = 0.8  # drop the finished rows once fewer than this share of the rows is live
 PLAN_STEPS = 5  # len(FlightBooking.plan_template())
 
 # episode status codes
@@ -193,7 +194,7 @@ class _Engine:
             live = np.count_nonzero(s.alive)
             if live == 0:
                 break
-            if live < 0.8 * self.n:  # finished rows cost as much as live ones
+            if live < COMPACT * self.n:  # finished rows cost as much as live ones
                 # a finished row's state is frozen (every update is masked by ``alive``),
                 # so it is judged only now, when it is dropped
                 self._record(~s.alive, out)
