@@ -153,7 +153,7 @@ class FlightBookingBatch:
             np.copyto(out, score, where=booked & ~self.booked_valid)
             done = np.where((self.booked == best) & right, 1.0, 0.8)
             np.copyto(out, done, where=booked & self.booked_valid)
-        return out
+        return np.asarray(out)
 
     def progress(self) -> np.ndarray:
         """Ground-truth progress of every row (``FlightBooking.progress``)."""
@@ -273,7 +273,8 @@ class FlightBookingBatch:
         # search_flights
         week = code == SEARCH_WEEK
         search = week | (code == SEARCH_WIDE)
-        np.copyto(self.range, np.where(week, RANGE_WEEK, RANGE_WIDE), where=search, casting="unsafe")
+        ranges = np.where(week, np.int8(RANGE_WEEK), np.int8(RANGE_WIDE))
+        np.copyto(self.range, ranges, where=search)
         empty = week & self.week_empty
         found = search & ~empty
         np.copyto(self.pages, 0, where=empty)
@@ -297,7 +298,8 @@ class FlightBookingBatch:
         if rows.size:
             first = (self.pages[rows] - 1) * size
             cells = self.row0[rows] + first
-            seen, price, valid = self.seen.reshape(-1), self.price.reshape(-1), self.valid.reshape(-1)
+            seen, price = self.seen.reshape(-1), self.price.reshape(-1)
+            valid = self.valid.reshape(-1)
             cheapest = np.where(turn[rows], self.seen_cheapest[rows], NONE)
             fare = seen.take(self.row0[rows] + np.maximum(cheapest, 0))
             fare = np.where(cheapest >= 0, fare, np.inf)
@@ -373,7 +375,7 @@ class FlightBookingBatch:
         return ok, tokens
 
     def _count_visible(self, rows: np.ndarray) -> None:
-        """Recount the shown flights of the rows of mask ``rows`` (0 before a search or after an empty one)."""
+        """Recount the shown flights of the rows of mask ``rows`` (0 unsearched or empty)."""
         p = self.params
         hidden = (self.range == RANGE_NONE) | ((self.range == RANGE_WEEK) & self.week_empty)
         count = np.where(hidden, 0, np.minimum(self.pages * p.page_size, p.n_flights))
