@@ -232,6 +232,14 @@ class _Engine:
         seconds += completion / p.tokens_per_second
         return self._advance(m, seconds)
 
+    def _effective_quality(self) -> np.ndarray:
+        """``SimulatedAgent.effective_quality``: the plan's quality decayed past the knee."""
+        s, p = self.state, self.p
+        excess = s.context - p.context_knee
+        factor = 1.0 - (p.context_decay / p.context_knee) * excess
+        decayed = np.maximum(p.quality_floor, s.quality * factor)
+        return np.where(excess <= 0, s.quality, decayed)
+
     # -- one iteration of Algorithm 1 for every live episode ---------------------------
     def _step(self, t: int) -> None:
         s, p, world, rng, limits = self.state, self.p, self.world, self.rng, self.limits
@@ -287,10 +295,7 @@ class _Engine:
         else:
             invalid = np.zeros(n, bool)
         world.disturb_until(s.now, a, rng)
-        excess = s.context - p.context_knee
-        factor = 1.0 - (p.context_decay / p.context_knee) * excess
-        decayed = np.maximum(p.quality_floor, s.quality * factor)
-        expert = u[2] < np.where(excess <= 0, s.quality, decayed)
+        expert = u[2] < self._effective_quality()
         tool, flight, pay = world.expert(world.complete())
         wrong_tool, wrong_flight, _ = world.wrong(rng, a & ~expert)  # a wrong booking pays cash
         tool = np.where(expert, tool, wrong_tool)
@@ -348,6 +353,13 @@ class _Engine:
             s.cursor >= PLAN_STEPS,
             s.replans,
         )
+        needs = getattr(self.law, "needs", ())
+        if "missing" in needs:  # SimulatedAgent.evaluate: missing unless δ_task >= 0.999
+            reading.missing = delta_task < 0.999
+        if "truth" in needs:  # the truth probe (loop._Probe), read at the Reflect
+            reading.complete = truth >= 1.0
+            reading.feasible = world.best >= 0
+            reading.quality = self._effective_quality()
         signal, give_up = self.law.decide(a, reading)
         s.steps += a
         self.controller_steps += int(np.count_nonzero(a))
