@@ -108,10 +108,8 @@ class FlightBookingBatch:
             rng: The batch's generator.
         """
         f = self.params.n_flights
-        while True:
-            due = np.flatnonzero(mask & (self.next_rise <= now))
-            if due.size == 0:
-                return
+        due = np.flatnonzero(mask & (self.next_rise <= now))
+        while due.size:
             flight = rng.integers(0, f, due.size)
             factor = rng.uniform(1.1, 1.5, due.size)
             free = self.booked[due] != flight
@@ -125,6 +123,7 @@ class FlightBookingBatch:
             if moved.size:
                 self.best[moved] = self._best_valid(moved)
             self.next_rise[due] += rng.exponential(1.0 / self.rate, due.size)
+            due = due[self.next_rise[due] <= now[due]]  # only these can have another rise due
 
     # -- what the agent can see ------------------------------------------------
     def _at(self, matrix: np.ndarray, fid: np.ndarray) -> np.ndarray:

@@ -153,7 +153,7 @@ def test_run_and_sweep_take_engine_batch(
         "--engine",
         "batch",
         "--controller",
-        "oracle",
+        "bayes",
         "--out",
         str(tmp_path / "x"),
     ]
