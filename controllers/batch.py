@@ -3,10 +3,14 @@
 Each class here runs one scalar law (the reference implementation) on N
 episodes at once: its state is an array per field, ``decide`` takes the
 evaluation and loop context as arrays and returns the signals
-(``CONTINUE``/``REPLAN``/``TERMINATE`` codes) and the give-up claims.  Only
-the rows of ``mask`` change state.  ``from_scalar`` turns a built scalar law
+(``CONTINUE``/``REPLAN``/``TERMINATE`` codes) and the give-up claims.  The
+rows outside ``mask`` are finished episodes: the engine never reads them
+again, so a law may leave their state anything (sparing a masked write per
+field).  ``from_scalar`` turns a built scalar law
 into its batch twin, with the same parameters; a law with no twin (the
-oracle, the confidence law, the checker) raises ``Unsupported``.
+Bayes law, the checker) raises ``Unsupported``.  The oracle's twin reads the
+hidden state the engine puts in the reading, as the scalar one reads its
+truth probe.
 """
 
 from __future__ import annotations
@@ -17,10 +21,14 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from controllers import sprt
 from controllers.bang_bang import BangBang
+from controllers.confidence import ConfidenceReflector
 from controllers.fixed_interval import FixedInterval
 from controllers.open_loop import OpenLoop
+from controllers.oracle import Oracle
 from controllers.pid import CognitivePID
+from controllers.sprt import SPRTReflector
 from controllers.stall_counter import StallCounter
 from controllers.threshold import ThresholdReflector
 
@@ -45,6 +53,12 @@ class Reading:
     plan_age: np.ndarray
     plan_exhausted: np.ndarray
     replans: np.ndarray
+    # what the evaluation names as missing (the simulated agent: anything below 0.999)
+    missing: np.ndarray | None = None
+    # the hidden state, for the laws that read it (the oracle's truth probe)
+    complete: np.ndarray | None = None
+    feasible: np.ndarray | None = None
+    quality: np.ndarray | None = None  # the plan's effective quality now
 
 
 class BatchLaw(Protocol):
@@ -57,7 +71,7 @@ class BatchLaw(Protocol):
         ...
 
     def decide(self, mask: np.ndarray, r: Reading) -> Signals:
-        """The signals of the rows of ``mask`` (others: unspecified, state untouched)."""
+        """The signals of the rows of ``mask`` (others: finished; signals and state unspecified)."""
         ...
 
 
@@ -123,10 +137,7 @@ class BatchPID:
         u = p + i + d
         olow, ohigh = law.output_limits
         out = np.clip(u, olow, ohigh)
-        self.i = np.where(m, i, self.i)
-        self.d = np.where(m, d, self.d)
-        self.previous = np.where(m, sample, self.previous)
-        self.excess = np.where(m, out - u, self.excess)
+        self.i, self.d, self.previous, self.excess = i, d, sample, out - u
         return np.asarray(out)
 
     def decide(self, m: np.ndarray, r: Reading) -> Signals:
@@ -136,20 +147,20 @@ class BatchPID:
         error = law.setpoint - measurement
         if law.pace:
             new_plan = r.replans != self.replans_seen
-            self.replans_seen = np.where(m, r.replans, self.replans_seen)
-            self.baseline = np.where(m & new_plan, self.last, self.baseline)
-            self.last = np.where(m, measurement, self.last)
+            self.replans_seen = r.replans.copy()
+            self.baseline = np.where(new_plan, self.last, self.baseline)
+            self.last = measurement
             lag = np.clip(law.pace * r.plan_age - (measurement - self.baseline), 0.0, 1.0)
             effort = self._update(m, lag, r.dt, law.setpoint - lag)
         else:
             effort = self._update(m, error, r.dt, measurement)
-        self.accumulated = np.where(m, self.accumulated + error * r.dt, self.accumulated)
+        self.accumulated += error * r.dt
         low = error < self.best_error - law.give_up_margin
-        self.best_error = np.where(m & low, error, self.best_error)
-        self.since_best = np.where(m, np.where(low, 0, self.since_best + 1), self.since_best)
-        self.settled = np.where(
-            m, np.where(error <= law.settle_band, self.settled + 1, 0), self.settled
-        )
+        self.best_error = np.where(low, error, self.best_error)
+        self.since_best += 1
+        self.since_best *= ~low
+        self.settled += 1
+        self.settled *= error <= law.settle_band
         settle = (self.settled >= law.settle_count) & (r.confidence >= law.confidence_floor)
         give = ~settle & (self.accumulated >= law.give_up_after)
         give &= self.since_best >= law.give_up_window
@@ -277,6 +288,88 @@ class BatchOpenLoop:
         return _codes(term, np.zeros_like(term)), np.zeros_like(term)
 
 
+class BatchConfidence:
+    """``ConfidenceReflector`` on arrays (stateless)."""
+
+    needs = ("missing",)  # the engine fills ``Reading.missing``
+
+    def __init__(self, law: ConfidenceReflector) -> None:
+        """Copy the scalar law's thresholds."""
+        self.law = law
+        self.name = law.name
+
+    def reset(self, n: int) -> None:
+        """Stateless."""
+
+    def decide(self, m: np.ndarray, r: Reading) -> Signals:
+        """``ConfidenceReflector.decide`` per row (``r.missing`` is required)."""
+        law = self.law
+        if r.missing is None:
+            raise ValueError("the confidence law reads what the evaluation names as missing")
+        term = r.confidence >= law.threshold
+        stalled = r.delta_act < law.progress_act  # not made_progress
+        replan = r.missing & stalled & (r.plan_age > law.min_dwell)
+        return _codes(term, replan), np.zeros_like(term)
+
+
+class BatchSPRT:
+    """``SPRTReflector`` on arrays: the CUSUM, the SPRT and the productive count per episode."""
+
+    def __init__(self, law: SPRTReflector) -> None:
+        """Copy the scalar law's tables and boundaries."""
+        self.law = law
+        self.name = law.name
+        self.done_llr = np.asarray(law.done_llr)
+        self.abandon_llr = np.asarray(law.abandon_llr)
+        self.edges = sprt.ACT_EDGES
+
+    def reset(self, n: int) -> None:
+        """Both statistics back to 0 in every episode."""
+        self.done = np.zeros(n)
+        self.abandon = np.zeros(n)
+        self.productive = np.zeros(n, np.int64)
+
+    def decide(self, m: np.ndarray, r: Reading) -> Signals:
+        """``SPRTReflector.decide`` per row (``done_bin``, ``abandon_cell`` on arrays)."""
+        law = self.law
+        top = sprt.DONE_BINS - 1
+        tenth = np.clip((r.delta_task * 10).astype(np.int64), 0, top - 1)  # int() truncates
+        done_bin = np.where(r.delta_task >= 0.999, top, tenth)
+        act_bin = np.zeros(len(r.delta_act), np.int64)
+        for edge in self.edges:
+            act_bin += r.delta_act >= edge
+        cell = np.minimum(self.productive, sprt.PRODUCTIVE_CAP) * sprt.N_ACT + act_bin
+        self.done = np.maximum(0.0, self.done + self.done_llr[done_bin])
+        self.abandon = self.abandon + self.abandon_llr[cell]
+        self.productive = self.productive + (act_bin == sprt.N_ACT - 1)
+        done = self.done > law.done_at
+        give = ~done & (self.abandon > law.abandon_at)
+        replan = (r.delta_plan > law.threshold_drift) | (r.delta_act < law.threshold_valid)
+        return _codes(done | give, replan), give
+
+
+class BatchOracle:
+    """``Oracle`` on arrays: reads the hidden state the engine puts in the reading."""
+
+    needs = ("truth",)  # the engine fills ``complete``, ``feasible`` and ``quality``
+
+    def __init__(self, law: Oracle) -> None:
+        """Copy the scalar law's quality bound."""
+        self.law = law
+        self.name = law.name
+
+    def reset(self, n: int) -> None:
+        """Stateless."""
+
+    def decide(self, m: np.ndarray, r: Reading) -> Signals:
+        """``Oracle.decide`` per row (``r.complete``, ``r.feasible``, ``r.quality`` required)."""
+        if r.complete is None or r.feasible is None or r.quality is None:
+            raise ValueError("the oracle reads the hidden state: complete, feasible, quality")
+        give = ~r.complete & ~r.feasible
+        replan = r.quality < self.law.plan_quality
+        return _codes(r.complete | give, replan), give
+
+
 TWINS: dict[type, Any] = {
     CognitivePID: BatchPID,
     ThresholdReflector: BatchThreshold,
@@ -284,6 +377,9 @@ TWINS: dict[type, Any] = {
     FixedInterval: BatchFixedInterval,
     BangBang: BatchBangBang,
     OpenLoop: BatchOpenLoop,
+    ConfidenceReflector: BatchConfidence,
+    SPRTReflector: BatchSPRT,
+    Oracle: BatchOracle,
 }
 
 

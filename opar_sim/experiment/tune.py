@@ -9,6 +9,12 @@ bootstrap interval.
 The objective, minimised, is per episode
 ``failure·(1 − success) + tokens·n_tokens + replan_rate·replans/steps``,
 averaged over episodes, with the weights given in the spec.
+
+With a ``confirm`` evaluation (``tune --engine batch``) the search screens
+with a fast evaluation (the lockstep batch engine) and the best ``finalists``
+trials are re-scored with ``confirm`` (the SimPy engine, the reference) on the
+same training seed; the best confirmed trial is returned, and the held-out
+scoring runs on ``confirm`` too.
 """
 
 from __future__ import annotations
@@ -53,14 +59,30 @@ class Holdout:
 
 
 @dataclass
+class Finalist:
+    """A screened trial re-scored on the confirming engine, the same training seed."""
+
+    number: int
+    params: dict[str, float]
+    screen_score: float  # on the screening engine (the trial's own score)
+    score: float  # on the confirming engine
+    success_rate: float  # on the confirming engine
+
+
+@dataclass
 class TuneResult:
-    """The outcome of ``tune``: the best gains, every trial and the held-out comparison."""
+    """The outcome of ``tune``: the best gains, every trial and the held-out comparison.
+
+    ``best_train_score`` is on the confirming engine when there are finalists,
+    else on the one engine the trials ran on.
+    """
 
     best_params: dict[str, float]
     best_train_score: float
     holdout: Holdout
     trials: list[Trial] = field(default_factory=list)
     importances: dict[str, float] = field(default_factory=dict)
+    finalists: list[Finalist] = field(default_factory=list)
 
 
 # scores a list of parameter assignments on a seed set: one list of rows per assignment
@@ -220,6 +242,8 @@ def tune(
     *,
     storage: Any = None,
     resume: bool = False,
+    confirm: Evaluate | None = None,
+    finalists: int = 5,
 ) -> TuneResult:
     """Search the space with Optuna on the training seeds, then score on held-out seeds.
 
@@ -231,6 +255,11 @@ def tune(
         on_trial: Called with each finished trial (the resumed ones included).
         storage: An Optuna storage keeping the trials (``journal_storage``).
         resume: Finish the study kept in ``storage``.
+        confirm: An evaluation of reference (the SimPy engine) when ``evaluate``
+            screens (the batch engine): the best ``finalists`` distinct trials are
+            re-scored with it on the training seed, the best of those wins, and
+            the held-out scoring uses it.
+        finalists: How many screened trials ``confirm`` re-scores.
 
     Returns:
         The best parameters, their training score and the held-out comparison.
@@ -275,15 +304,54 @@ def tune(
         ]
         trials[:0] = earlier
     best = min(trials, key=lambda t: (t.score, t.number))
-    default_rows = evaluate(None, spec.holdout_episodes, spec.holdout_seed)
-    best_rows = evaluate(best.params, spec.holdout_episodes, spec.holdout_seed)
+    best_params, best_score = best.params, best.score
+    confirmed: list[Finalist] = []
+    reference = evaluate
+    if confirm is not None:
+        reference = confirm
+        confirmed = confirm_finalists(spec, trials, confirm, seed, finalists)
+        winner = min(confirmed, key=lambda f: (f.score, f.number))
+        best_params, best_score = winner.params, winner.score
+    default_rows = reference(None, spec.holdout_episodes, spec.holdout_seed)
+    best_rows = reference(best_params, spec.holdout_episodes, spec.holdout_seed)
     return TuneResult(
-        best_params=best.params,
-        best_train_score=best.score,
+        best_params=best_params,
+        best_train_score=best_score,
         holdout=compare_holdout(spec.objective, default_rows, best_rows, seed),
         trials=trials,
         importances=_importances(study) if len(spec.space) > 1 else {},
+        finalists=confirmed,
     )
+
+
+def confirm_finalists(
+    spec: TuneSpec, trials: Sequence[Trial], confirm: Evaluate, seed: int, count: int
+) -> list[Finalist]:
+    """Re-score the ``count`` best distinct screened trials with ``confirm``, training seed.
+
+    Args:
+        spec: The ``[tune]`` table (objective, training episodes).
+        trials: The screened trials.
+        confirm: The evaluation of reference.
+        seed: The training seed.
+        count: How many finalists (at least 1).
+
+    Returns:
+        The finalists in screening order (best screened first).
+    """
+    ranked = sorted(trials, key=lambda t: (t.score, t.number))
+    chosen: list[Trial] = []
+    for trial in ranked:  # a repeated assignment (an enqueued one sampled again) counts once
+        if all(trial.params != c.params for c in chosen):
+            chosen.append(trial)
+        if len(chosen) == max(1, count):
+            break
+    out = []
+    for trial in chosen:
+        rows = confirm(trial.params, spec.train_episodes, seed)
+        score = mean_score(spec.objective, rows)
+        out.append(Finalist(trial.number, trial.params, trial.score, score, success_rate(rows)))
+    return out
 
 
 def mean_score(objective: Objective, rows: Sequence[Mapping[str, Any]]) -> float:
@@ -389,5 +457,46 @@ def executor_evaluate(
             texts.append(r.episodes)
             on_progress(r.chunk.stop - r.chunk.start)
         return rows_of(iter(texts))
+
+    return evaluate
+
+
+def batch_evaluate(
+    base: dict[str, Any],
+    parse: Callable[[dict[str, Any]], Any],
+    on_progress: Callable[[int], None] | None = None,
+) -> Evaluate:
+    """An ``Evaluate`` on the lockstep batch engine, in this process, without files.
+
+    Its rows are the ``episodes.jsonl`` rows the batch engine writes; its
+    random streams are its own (``opar_sim.experiment.batch``), so its scores
+    of one seed are not the SimPy engine's.
+
+    Args:
+        base: The spec's data (no ``tune`` table).
+        parse: Turns spec data into a validated spec.
+        on_progress: Called with the episodes each controller adds.
+
+    Returns:
+        The evaluation.
+    """
+    import json
+
+    from opar_sim.experiment.batch import check_batch, episode_text, run_batch
+
+    def evaluate(params: dict[str, float] | None, episodes: int, seed: int) -> list[dict[str, Any]]:
+        data = apply_params(base, params or {})
+        data["episodes"] = episodes
+        data["seed"] = seed
+        data.pop("tune", None)
+        spec = parse(data)
+        check_batch(spec)
+        rows = []
+        for k in range(len(spec.controller_list())):
+            text = episode_text(spec, k, 0, run_batch(spec, k, 0, episodes))
+            rows += [json.loads(line) for line in text.splitlines()]
+            if on_progress is not None:
+                on_progress(episodes)
+        return rows
 
     return evaluate

@@ -1,8 +1,11 @@
 """Each batch law decides exactly as its scalar reference, reading by reading.
 
-Random readings (evaluations, times, plan ages, replans) are fed to N scalar
-laws and to their batch twin side by side; signals and give-up claims must
-be equal on every row at every Reflect, and a masked-out row must not move.
+Random readings (evaluations, times, plan ages, replans, what is missing and,
+for the oracle, the hidden state) are fed to N scalar laws and to their batch
+twin side by side; signals and give-up claims must be equal on every row at
+every Reflect, and a finished (masked-out) row must no longer matter.  Every
+case must produce each of CONTINUE, REPLAN and TERMINATE somewhere, so no
+branch of a law goes unchecked.
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ import pytest
 
 import controllers
 from controllers.batch import CONTINUE, REPLAN, TERMINATE, Reading, Unsupported, from_scalar
-from opar_sim.core.controller import ReflectContext
+from opar_sim.core.controller import ReflectContext, Truth
 from opar_sim.core.types import ControlSignal, Evaluation
 
 CODES = {
@@ -26,7 +29,15 @@ CASES = [
     ("pid", {"hysteresis": 0.3, "min_dwell": 1, "integral_on_replan": "scale"}),
     ("pid", {"pace": 0.15, "integral_on_replan": "keep", "tau": 2.0}),
     ("pid", {"give_up_after": 20.0, "give_up_window": 2, "confidence_floor": 0.3}),
-    ("pid", {"output_limits": (0.0, 1.5), "back_calculation": 0.2, "integral_leak": 0.05}),
+    (
+        "pid",
+        {
+            "output_limits": (0.0, 1.5),
+            "back_calculation": 0.2,
+            "integral_leak": 0.05,
+            "replan_threshold": 1.2,
+        },
+    ),
     ("pid", {"derivative_on": "measurement", "settle_count": 1}),
     ("threshold", {}),
     ("stall_counter", {"max_stalls": 2, "max_replans": 1}),
@@ -34,6 +45,12 @@ CASES = [
     ("bang_bang", {"delay": 2}),
     ("bang_bang", {}),
     ("open_loop", {}),
+    ("confidence", {}),
+    ("confidence", {"threshold": 0.6, "progress_act": 0.5, "min_dwell": 0}),
+    ("sprt", {}),
+    ("sprt", {"done_boundary": None, "abandon_boundary": 1.5, "threshold_valid": 0.1}),
+    ("oracle", {}),
+    ("oracle", {"plan_quality": 0.3}),
 ]
 
 
@@ -49,6 +66,7 @@ def test_batch_law_equals_scalar(name: str, params: dict[str, object]) -> None:
     mask = np.ones(n, bool)
     plan_age = np.zeros(n, np.int64)
     replans = np.zeros(n, np.int64)
+    seen: set[ControlSignal] = set()
     for t in range(steps):
         r = Reading(
             rng.random(n),
@@ -60,11 +78,19 @@ def test_batch_law_equals_scalar(name: str, params: dict[str, object]) -> None:
             (plan_age + 1) >= 5,
             replans.copy(),
         )
+        r.missing = rng.random(n) < 0.7
+        r.complete = rng.random(n) < 0.15
+        r.feasible = rng.random(n) < 0.8
+        r.quality = rng.random(n)
         signal, give_up = twin.decide(mask, r)
         for k in np.flatnonzero(mask):
+            missing = ("remaining goal",) if r.missing[k] else ()
             ev = Evaluation(
-                r.delta_task[k], r.delta_act[k], r.delta_plan[k], r.confidence[k], "", ()
+                r.delta_task[k], r.delta_act[k], r.delta_plan[k], r.confidence[k], "", missing
             )
+            truth = Truth(0.5, bool(r.complete[k]), bool(r.feasible[k]), 0.5, float(r.quality[k]))
+            if hasattr(scalars[k], "bind_truth"):
+                scalars[k].bind_truth(lambda truth=truth: truth)
             ctx = ReflectContext(
                 t + 1,
                 0.0,
@@ -76,12 +102,17 @@ def test_batch_law_equals_scalar(name: str, params: dict[str, object]) -> None:
             d = scalars[k].decide(ev, ctx)
             assert CODES[d.signal] == signal[k], (t, k, d)
             assert d.give_up == bool(give_up[k]) or d.signal is not ControlSignal.TERMINATE
+            seen.add(d.signal)
             if d.signal is ControlSignal.TERMINATE:
                 mask[k] = False  # the episode ended: its row must no longer matter
         plan_age = np.where(signal == REPLAN, 0, plan_age + 1)
         replans += signal == REPLAN
+    expected = set(ControlSignal)
+    if name == "open_loop":  # it never replans
+        expected.discard(ControlSignal.REPLAN)
+    assert seen == expected
 
 
 def test_unsupported_law_is_refused() -> None:
     with pytest.raises(Unsupported, match="no batch twin"):
-        from_scalar(controllers.make("oracle"))
+        from_scalar(controllers.make("bayes"))

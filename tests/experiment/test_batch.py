@@ -31,7 +31,17 @@ SPEC = ROOT / "experiments" / "flight_booking.toml"
 SIMPY_EPISODES = int(os.environ.get("OPAR_SIM_BATCH_EPISODES", "2000"))
 BATCH_EPISODES = 10 * SIMPY_EPISODES
 Z = 4.0
-CONTROLLERS = ("pid", "threshold", "stall_counter", "fixed_interval", "bang_bang", "open_loop")
+CONTROLLERS = (
+    "pid",
+    "threshold",
+    "stall_counter",
+    "fixed_interval",
+    "bang_bang",
+    "open_loop",
+    "confidence",
+    "sprt",
+    "oracle",
+)
 METRICS = ("success", "steps", "tokens", "replans")
 
 
@@ -101,7 +111,7 @@ def test_bound_detects_a_different_law() -> None:
 
 
 def test_the_batch_engine_refuses_what_it_does_not_model() -> None:
-    spec = with_overrides(load_spec(SPEC), controller="oracle")
+    spec = with_overrides(load_spec(SPEC), controller="bayes")
     with pytest.raises(SpecError, match="no batch twin"):
         check_batch(spec)
     other = load_spec(ROOT / "experiments" / "research_qa_faults.toml")
@@ -143,7 +153,7 @@ def test_run_and_sweep_take_engine_batch(
         "--engine",
         "batch",
         "--controller",
-        "oracle",
+        "bayes",
         "--out",
         str(tmp_path / "x"),
     ]

@@ -107,3 +107,85 @@ def test_a_space_outside_the_valid_range_is_rejected_before_running(tmp_path, ca
     assert main(["tune", str(spec), "--workers", "1", "--out", str(out)]) == 2
     assert "threshold_complete must be in [0, 1]" in capsys.readouterr().err
     assert not (out / "tune.json").exists()
+
+
+def test_screening_engine_picks_finalists_and_the_reference_decides():
+    """Screened by one evaluation, the top k re-scored by another: the reference's best wins."""
+    space = {"controller.params.kp": ParamRange(low=0.0, high=10.0)}
+    spec = TuneSpec(trials=12, train_episodes=10, holdout_episodes=8, space=space)
+    calls = []
+
+    def screen(params, episodes, seed):
+        kp = 1.0 if params is None else params["controller.params.kp"]
+        calls.append(("screen", seed))
+        # the screen prefers large kp; success is deterministic in kp
+        return [row(kp > 5.0, episode=i) for i in range(episodes)]
+
+    def reference(params, episodes, seed):
+        kp = 1.0 if params is None else params["controller.params.kp"]
+        calls.append(("reference", seed))
+        # the reference scores by distance to 7 (tokens stand in for the cost)
+        return [row(True, tokens=int(1000 * abs(kp - 7.0)), episode=i) for i in range(episodes)]
+
+    objective = Objective(failure=1.0, tokens=1e-4, replan_rate=0.0)
+    spec = spec.model_copy(update={"objective": objective})
+    result = tune(spec, screen, seed=3, confirm=reference, finalists=4)
+    assert len(result.finalists) == 4
+    screened = sorted(result.trials, key=lambda t: (t.score, t.number))[:4]
+    assert [f.number for f in result.finalists] == [t.number for t in screened]
+    for f, t in zip(result.finalists, screened, strict=True):
+        assert f.screen_score == t.score
+        kp = f.params["controller.params.kp"]
+        assert f.score == pytest.approx(1e-4 * int(1000 * abs(kp - 7.0)))
+    winner = min(result.finalists, key=lambda f: (f.score, f.number))
+    assert result.best_params == winner.params
+    assert result.best_train_score == winner.score
+    # the trials ran on the screen, the finalists and both held-out scorings on the reference
+    assert calls.count(("screen", 3)) == 12
+    assert calls.count(("reference", 3)) == 4
+    assert calls.count(("reference", spec.holdout_seed)) == 2
+    assert ("screen", spec.holdout_seed) not in calls
+
+
+BATCH_TUNE = """
+name = "mini_batch_tune"
+[task]
+name = "flight_booking"
+[controller]
+name = "pid"
+[limits]
+max_steps = 12
+[tune]
+trials = 3
+train_episodes = 15
+holdout_episodes = 15
+[tune.space]
+"controller.params.kp" = { low = 0.2, high = 3.0, log = true }
+"""
+
+
+def test_tune_engine_batch_screens_then_confirms_on_simpy(tmp_path, capsys):
+    spec = tmp_path / "t.toml"
+    spec.write_text(BATCH_TUNE)
+    out = tmp_path / "out"
+    argv = ["tune", str(spec), "--engine", "batch", "--finalists", "2", "--workers", "1"]
+    assert main([*argv, "--out", str(out)]) == 0
+    summary = json.loads((out / "tune.json").read_text())
+    assert summary["engines"] == {"trials": "batch", "finalists": "simpy", "holdout": "simpy"}
+    assert len(summary["finalists"]) == 2
+    best = min(summary["finalists"], key=lambda f: (f["score"], f["number"]))
+    assert summary["best_params"] == best["params"]
+    assert summary["best_train_score"] == best["score"]
+    text = capsys.readouterr().out
+    assert "screened on the batch engine" in text
+    assert "re-scored on the SimPy engine" in text
+
+
+def test_tune_engine_batch_refuses_what_it_cannot_screen(tmp_path, capsys):
+    spec = tmp_path / "t.toml"
+    spec.write_text(TUNE.format(high=0.99))  # weather: no vectorised model
+    argv = ["tune", str(spec), "--engine", "batch", "--workers", "1"]
+    assert main([*argv, "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert "--engine batch" in err and "no vectorised model" in err
+    assert len(err.strip().splitlines()) == 1

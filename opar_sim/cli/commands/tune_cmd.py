@@ -23,6 +23,7 @@ from opar_sim.cli.commands.common import (
 from opar_sim.cli.render import progress_bar
 from opar_sim.cli.tables import TextTable
 from opar_sim.core.extras import install_hint
+from opar_sim.experiment.batch import check_batch
 from opar_sim.experiment.build import load_spec, parse_spec
 from opar_sim.experiment.edit import with_overrides
 from opar_sim.experiment.executors import open_executor
@@ -38,6 +39,7 @@ from opar_sim.experiment.tune import (
     JOURNAL_FILE,
     TuneResult,
     apply_params,
+    batch_evaluate,
     executor_evaluate,
     journal_storage,
     toml_snippet,
@@ -62,6 +64,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--resume",
         action="store_true",
         help="finish an interrupted tuning in --out (its Optuna journal, optuna.journal)",
+    )
+    parser.add_argument(
+        "--engine",
+        choices=("simpy", "batch"),
+        default="simpy",
+        help="simpy: every trial on the reference engine (default); batch: screen the trials "
+        "on the lockstep batch engine, then re-score the --finalists best on the SimPy engine "
+        "(same training seed) and score the held-out seeds there (see docs/batch.md)",
+    )
+    parser.add_argument(
+        "--finalists",
+        type=int_at_least(1),
+        default=5,
+        help="with --engine batch: how many screened trials the SimPy engine re-scores (5)",
     )
     add_executor_flags(parser)
 
@@ -100,12 +116,24 @@ def run(args: argparse.Namespace, console: Console) -> int:
             else getattr(r, corner)
             for p, r in settings.space.items()
         }
-        parse_spec(apply_params(data, params), f"{args.spec} [tune.space] at {corner}")
+        checked = parse_spec(apply_params(data, params), f"{args.spec} [tune.space] at {corner}")
+        if args.engine == "batch":
+            check_batch(checked)
+    batch = args.engine == "batch"
     console.print(
         f"[bold]{spec.name}[/]: {settings.trials} trials ({settings.sampler}) × "
         f"{settings.train_episodes} training episodes, held out: {settings.holdout_episodes}"
+        + (
+            f"; trials screened on the batch engine, the {args.finalists} best re-scored "
+            "on the SimPy engine"
+            if batch
+            else ""
+        )
     )
-    resume = _start(out, {"spec": data, "tune": settings.model_dump(mode="json")}, args.resume)
+    setup: dict[str, object] = {"spec": data, "tune": settings.model_dump(mode="json")}
+    if batch:  # a batch tuning resumes only as one (a SimPy one's setup is unchanged)
+        setup["engine"] = {"screen": "batch", "finalists": args.finalists}
+    resume = _start(out, setup, args.resume)
     storage = journal_storage(out / JOURNAL_FILE, resume=resume)
     with open_executor(config) as executor, progress_bar(console, unit="") as bar:
         job = bar.add_task("trials", total=settings.trials)
@@ -117,17 +145,21 @@ def run(args: argparse.Namespace, console: Console) -> int:
             if bar.tasks[job].finished:
                 bar.update(scoring, advance=episodes, visible=True)
 
-        evaluate = executor_evaluate(data, executor, config.parallelism, parse_spec, on_chunk)
+        reference = executor_evaluate(data, executor, config.parallelism, parse_spec, on_chunk)
         result = tune(
             settings,
-            evaluate,
+            batch_evaluate(data, parse_spec) if batch else reference,
             spec.seed,
             on_trial=lambda _t: bar.advance(job),
             storage=storage,
             resume=resume,
+            confirm=reference if batch else None,
+            finalists=args.finalists,
         )
     out.mkdir(parents=True, exist_ok=True)
     figures = _write(out, spec.name, settings.space, result)
+    if result.finalists:
+        console.print(finalist_table(result).to_rich())
     console.print(result_table(result).to_rich())
     console.print(holdout_verdict(result), highlight=False)
     console.print(toml_snippet(result.best_params), markup=False)
@@ -173,6 +205,9 @@ def _write(out: Path, name: str, space: Mapping[str, object], result: TuneResult
         "holdout": asdict(result.holdout),
         "importances": result.importances,
     }
+    if result.finalists:
+        summary["engines"] = {"trials": "batch", "finalists": "simpy", "holdout": "simpy"}
+        summary["finalists"] = [asdict(f) for f in result.finalists]
     write_json(out / "tune.json", summary)
     numbers = [t.number for t in result.trials]
     scores = [t.score for t in result.trials]
@@ -211,12 +246,36 @@ def result_table(result: TuneResult) -> TextTable:
             f"{h.best_success:.1%}",
         ],
     ]
-    note = (
+    notes = [
         f"held-out improvement {h.improvement:+.4f} (95% CI {lo:+.4f} to {hi:+.4f}, "
         "paired bootstrap over episodes)"
-    )
+    ]
+    if result.finalists:
+        notes.append(
+            "train objective of the best: its SimPy-engine re-score; held-out scores: SimPy engine"
+        )
     title = "tuning result (objective: lower is better)"
-    return TextTable(title, columns, rows, [note], left=0, bold=False)
+    return TextTable(title, columns, rows, notes, left=0, bold=False)
+
+
+def finalist_table(result: TuneResult) -> TextTable:
+    """The screened trials the SimPy engine re-scored: both engines' training objectives."""
+    columns = ["trial", "batch objective (screen)", "SimPy objective", "SimPy success"]
+    best = min(result.finalists, key=lambda f: (f.score, f.number))
+    rows = [
+        [
+            f"#{f.number}" + (" (best)" if f is best else ""),
+            f"{f.screen_score:.4f}",
+            f"{f.score:.4f}",
+            f"{f.success_rate:.1%}",
+        ]
+        for f in result.finalists
+    ]
+    note = (
+        f"{len(result.trials)} trials screened on the batch engine; the {len(rows)} best "
+        "re-scored on the SimPy engine, same training seed; the lowest SimPy objective wins"
+    )
+    return TextTable("finalists", columns, rows, [note], left=1, bold=False)
 
 
 def holdout_verdict(result: TuneResult) -> str:
