@@ -315,7 +315,7 @@ def segment_sums(values: FloatArray, lengths: IntArray) -> FloatArray:
 
 def first_true(mask: BoolArray) -> tuple[BoolArray, IntArray]:
     """(whether each row has a True, the column of its first True or 0)."""
-    return mask.any(axis=1), mask.argmax(axis=1)
+    return np.asarray(mask.any(axis=1)), np.asarray(mask.argmax(axis=1), np.int64)
 
 
 def step_info_rows(

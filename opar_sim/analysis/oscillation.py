@@ -251,7 +251,7 @@ def _valid(lengths: IntArray, cols: int) -> BoolArray:
 
 def _pairs(rows: IntArray) -> BoolArray:
     """For consecutive entries of a row-major selection: are they in the same row?"""
-    return rows[1:] == rows[:-1]
+    return np.asarray(rows[1:] == rows[:-1], bool)
 
 
 def replan_rhythm_rows(
@@ -459,4 +459,4 @@ def _covered(
     at = np.searchsorted(key, r * width + c, side="right") - 1
     ok = at >= 0
     at = np.maximum(at, 0)
-    return ok & (rows[order][at] == r) & (reach[at] - r * (2 * width) >= end)
+    return np.asarray(ok & (rows[order][at] == r) & (reach[at] - r * (2 * width) >= end), bool)

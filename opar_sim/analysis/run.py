@@ -23,7 +23,6 @@ import json
 import math
 import time
 from collections import Counter
-from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field, fields
 from functools import cached_property
 from pathlib import Path
@@ -163,7 +162,7 @@ class EpisodeTable:
     def take(self, index: IntArray) -> EpisodeTable:
         """The episodes at ``index``, in that order."""
         out: dict[str, Any] = {}
-        for name in self.__slots__:  # type: ignore[attr-defined]
+        for name in self.__slots__:
             value = getattr(self, name)
             if isinstance(value, list):
                 out[name] = [value[i] for i in index.tolist()]
@@ -177,7 +176,7 @@ class EpisodeTable:
         """One ``EpisodeMetrics`` per episode, in table order."""
         lists = {
             name: getattr(self, name).tolist()
-            for name in self.__slots__  # type: ignore[attr-defined]
+            for name in self.__slots__
             if name not in ("controller", "outcome", "true", "estimate", "gap")
         }
         true = [self.true[f].tolist() for f in _STEP_FIELDS]
@@ -582,8 +581,7 @@ def analyze(path: Path, *, thrash_k: int = 2, keep: int = 300, seed: int = 0) ->
     rank = np.array([first[c] for c in codes.tolist()], np.int64)
     blocks = chosen[np.argsort(rank, kind="stable")]
     chosen_rows = [found[b] for b in blocks.tolist()]
-    assert all(row is not None for row in chosen_rows)
-    episode_rows: list[dict[str, Any]] = chosen_rows  # type: ignore[assignment]
+    episode_rows = [row for row in chosen_rows if row is not None]
     table = measure_episodes(columns, blocks, episode_rows, horizon, thrash_k)
     success = [bool(row.get("success")) for row in episode_rows]
     spans: dict[str, tuple[int, int]] = {}

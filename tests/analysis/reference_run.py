@@ -23,19 +23,18 @@ import json
 import math
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from opar_sim.analysis.metrics import EpisodeResponse, episode_response, step_info
+from opar_sim.analysis.metrics import episode_response, step_info
 from opar_sim.analysis.oscillation import action_cycles as find_cycles
 from opar_sim.analysis.oscillation import damping, replan_rhythm, trend_sign_changes
 from opar_sim.analysis.run import ControllerMetrics, EpisodeMetrics
 from opar_sim.analysis.stats import (
     Estimate,
-    Proportion,
     bootstrap_mean,
     paired_difference,
     pass_hat_ks,

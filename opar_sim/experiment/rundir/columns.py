@@ -24,7 +24,6 @@ import math
 import operator
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from itertools import chain
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +35,7 @@ from opar_sim.experiment.rundir.files import (
     _EPISODE_FIELDS,
     EPISODES_FILE,
     STEPS_FILE,
+    RunDirError,
     _type_ok,
     iter_episodes,
 )
@@ -46,11 +46,11 @@ FloatArray = npt.NDArray[np.float64]
 
 _MISSING = object()  # a field absent from a row (distinct from an explicit null)
 _CHUNK = 4096  # rows parsed before their fields are gathered (the dicts stay in cache)
-_INT = {int}
-_NUM = {int, float}
-_STR = {str}
-_NONE = {type(None)}
-_ABSENT = {type(_MISSING)}
+_INT: set[type] = {int}
+_NUM: set[type] = {int, float}
+_STR: set[type] = {str}
+_NONE: set[type] = {type(None)}
+_ABSENT: set[type] = {type(_MISSING)}
 
 
 @dataclass(slots=True)
@@ -105,18 +105,36 @@ class StepColumns:
         with open(self.path / STEPS_FILE, "rb") as f:
             for at in self.line[start:stop].tolist():
                 f.seek(at)
-                out.append(orjson.loads(f.readline()).get("terms") or {})
+                terms = orjson.loads(f.readline()).get("terms") or {}
+                if not _type_ok(terms, "dict"):
+                    shown = repr(terms) if len(repr(terms)) <= 40 else repr(terms)[:37] + "..."
+                    raise RunDirError(
+                        f"{self.path / STEPS_FILE}: the line at byte {at}: field 'terms': "
+                        f"expected a table of numbers, got {shown}"
+                    )
+                out.append(terms)
         return out
 
-    def trace(self, block: int) -> EpisodeTrace:
-        """``block`` as the ``EpisodeTrace`` ``iter_traces`` yields for it."""
+    def trace(self, block: int, *, terms: bool = True) -> EpisodeTrace:
+        """``block`` as the ``EpisodeTrace`` ``iter_traces`` yields for it.
+
+        Args:
+            block: The block.
+            terms: Read the controller's terms too (without: ``terms`` is empty,
+                and steps.jsonl is not opened).
+
+        Returns:
+            The trajectory.
+        """
         start, stop = int(self.offsets[block]), int(self.offsets[block + 1])
-        if self.block_terms is not None:
+        if not terms:
+            arrays: dict[str, FloatArray] = {}
+        elif self.block_terms is not None:
             arrays = {n: v.copy() for n, v in self.block_terms[block].items()}
         else:
-            terms = self.terms(block)
-            names = sorted({name for t in terms for name in t})
-            arrays = {n: np.array([t.get(n, math.nan) for t in terms], float) for n in names}
+            rows = self.terms(block)
+            names = sorted({name for t in rows for name in t})
+            arrays = {n: np.array([t.get(n, math.nan) for t in rows], float) for n in names}
         controller, episode, trial, attempt = self.key(block)
         return EpisodeTrace(
             controller=controller,
@@ -185,13 +203,11 @@ def _check(values: list[Any], allowed: set[type]) -> None:
         raise _Unusual
 
 
-def _is_dict(value: Any) -> bool:
-    return type(value) is dict
-
-
 def _codes(values: list[Any], vocabulary: dict[Any, int]) -> list[int]:
-    get = vocabulary.setdefault
-    return [get(v, len(vocabulary)) for v in values]
+    """The code of each value, new values added to ``vocabulary`` in order of appearance."""
+    for v in dict.fromkeys(values):
+        vocabulary.setdefault(v, len(vocabulary))
+    return list(map(vocabulary.__getitem__, values))
 
 
 _FIELDS = (
@@ -205,39 +221,44 @@ _FIELDS = (
     "agent",
     "signal",
     "action",
-    "terms",
+    "trial",
 )
-_TAKE = operator.itemgetter(*_FIELDS)
+_DEFAULTS = {"controller": "", "agent": "", "attempt": None, "delta_task": None, "trial": None}
 
 
 def _take(row: dict[str, Any]) -> tuple[Any, ...]:
-    defaults = {"controller": "", "agent": "", "attempt": None, "delta_task": None}
-    return tuple(row.get(k, defaults.get(k, _MISSING)) for k in _FIELDS)
+    """A row's fields in ``_FIELDS`` order, absent ones as their defaults (or ``_MISSING``)."""
+    return tuple(row.get(k, _DEFAULTS.get(k, _MISSING)) for k in _FIELDS)
 
 
 def _fast(path: Path, sub_agents: bool) -> StepColumns:
     with open(path / STEPS_FILE, "rb") as f:
-        raw_lines = f.read().split(b"\n")
+        data = f.read()
+    raw_lines = data.split(b"\n")
     raw_lines.pop()  # the empty tail after the last newline, or a torn last line (skipped)
+    # runs with one trial per world write no "trial" field: then one lookup fewer per row
+    names = _FIELDS if b'"trial":' in data else _FIELDS[:-1]
+    del data
+    take = operator.itemgetter(*names)
+    loads = orjson.loads
     ctrl: dict[str, int] = {}
     agents: dict[str, int] = {}
     signals: dict[str | None, int] = {None: 0}
     actions: dict[str | None, int] = {None: 0}
-    parts: list[list[Any]] = [[] for _ in _FIELDS]
-    trials: list[Any] = []
+    parts: list[list[Any]] = [[] for _ in names]
     for start in range(0, len(raw_lines), _CHUNK):
+        lines_in = raw_lines[start : start + _CHUNK]
         try:
-            chunk = [orjson.loads(raw) for raw in raw_lines[start : start + _CHUNK]]
-            try:
-                taken = list(map(_TAKE, chunk))
+            try:  # each row's fields taken while its dict is fresh in the cache
+                taken = [take(loads(raw)) for raw in lines_in]
             except KeyError:
-                taken = list(map(_take, chunk))
-            trials += [r.get("trial") for r in chunk]
+                taken = [_take(loads(raw))[: len(names)] for raw in lines_in]
         except (orjson.JSONDecodeError, AttributeError, TypeError):
             raise _Unusual from None
         for part, column in zip(parts, zip(*taken, strict=True), strict=True):
             part += column
-    cols = dict(zip(_FIELDS, parts, strict=True))
+    cols = dict(zip(names, parts, strict=True))
+    cols.setdefault("trial", [None] * len(raw_lines))
     _check(cols["controller"], _STR)
     for name in ("agent", "signal", "action"):
         _check(cols[name], _STR | _NONE)
@@ -247,11 +268,7 @@ def _fast(path: Path, sub_agents: bool) -> StepColumns:
     _check(cols["progress"], _NUM)
     _check(cols["delta_task"], _NUM | _NONE)
     _check(cols["attempt"], _INT | _NONE)
-    _check(trials, _INT | _NONE)
-    terms = cols.pop("terms")
-    _check(terms, {dict} | _NONE | _ABSENT)
-    _check(list(chain.from_iterable(map(dict.values, filter(_is_dict, terms)))), _NUM | _NONE)
-    del terms
+    _check(cols["trial"], _INT | _NONE)
     lines = np.zeros(len(raw_lines), np.int64)
     np.cumsum(np.fromiter(map(len, raw_lines), np.int64, len(raw_lines))[:-1] + 1, out=lines[1:])
     codes = {
@@ -260,7 +277,6 @@ def _fast(path: Path, sub_agents: bool) -> StepColumns:
         "signal": _codes(cols["signal"], signals),
         "action": _codes(cols["action"], actions),
     }
-    cols["trial"] = trials
     n = len(raw_lines)
     episode = np.array(cols["episode"], np.int64)
     trial = np.array([v if isinstance(v, int) and v else 1 for v in cols["trial"]], np.int64)
