@@ -200,7 +200,7 @@ class EpisodeTable:
         return out
 
 
-def _lockstep(columns: StepColumns, blocks: IntArray, pad: float = 0.0) -> dict[str, Any]:
+def _lockstep(columns: StepColumns, blocks: IntArray) -> dict[str, Any]:
     """The blocks' step series padded into episodes x steps arrays (padding: the last value)."""
     starts = columns.offsets[blocks]
     lengths = columns.offsets[blocks + 1] - starts

@@ -145,3 +145,31 @@ def test_damping_rows_match_damping(rows: list[list[float]], tolerance: float):
         assert got["peaks"][i] == d.peaks
         for name in ("log_decrement", "decay_ratio", "damping_ratio"):
             assert _same(float(got[name][i]), getattr(d, name)), (name, r)
+
+
+def test_a_malformed_step_row_is_named_by_file_line_and_field(tmp_path: Path):
+    from opar_sim.experiment.rundir import RunDirError
+
+    out = tmp_path / "run"
+    argv = ["run", str(EXPERIMENTS / "flight_booking.toml"), "--episodes", "3", "--out", str(out)]
+    assert main([*argv, "--workers", "1"]) == 0
+    steps = out / "steps.jsonl"
+    lines = steps.read_bytes().split(b"\n")
+    lines[4] = lines[4].replace(b'"time":', b'"time":"soon","was":', 1)
+    steps.write_bytes(b"\n".join(lines))
+    with pytest.raises(RunDirError, match=r"steps\.jsonl:5: field 'time': expected a number"):
+        analyze(out)
+
+
+def test_a_torn_last_step_line_is_skipped_like_read_jsonl_skips_it(tmp_path: Path):
+    out = tmp_path / "run"
+    argv = ["run", str(EXPERIMENTS / "flight_booking.toml"), "--episodes", "3", "--out", str(out)]
+    assert main([*argv, "--workers", "1"]) == 0
+    whole = analyze(out)
+    steps = out / "steps.jsonl"
+    steps.write_bytes(steps.read_bytes() + b'{"episode": 9, "ste')
+    torn = analyze(out)
+    assert len(torn.episodes) == len(whole.episodes) == 3
+    assert json.dumps([e.row() for e in torn.episodes]) == json.dumps(
+        [e.row() for e in whole.episodes]
+    )

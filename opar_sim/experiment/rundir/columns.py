@@ -178,7 +178,10 @@ def read_step_columns(path: Path, *, sub_agents: bool = False) -> StepColumns:
         RunDirError: naming the file, line and field of a malformed row.
     """
     file = path / STEPS_FILE
-    st = file.stat()
+    try:
+        st = file.stat()
+    except OSError as exc:
+        raise RunDirError(f"{file}: cannot read ({exc.strerror})") from None
     stamp = (st.st_size, st.st_mtime_ns, st.st_ino)
     ident = (str(file.resolve()), sub_agents)
     hit = _cache.get(ident)
