@@ -1,9 +1,9 @@
 """Analysis of runs: statistics, step-response and oscillation metrics, replay, calibration.
 
 ``analyze``, ``RunAnalysis``, ``analyze_dir`` and ``analysis_cost`` (the CPU
-time of one analysis per episode, which the benchmarks report) are loaded on first use, so a module that
-needs only a small part of the package (``frames``, ``stats``) does not load
-the run analysis with it.
+time of one analysis per episode, which the benchmarks report) are loaded on
+first use, so a module that needs only a small part of the package
+(``frames``, ``stats``) does not load the run analysis with it.
 """
 
 from typing import Any
