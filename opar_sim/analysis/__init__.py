@@ -1,13 +1,14 @@
 """Analysis of runs: statistics, step-response and oscillation metrics, replay, calibration.
 
-``analyze`` and ``RunAnalysis`` are loaded on first use, so a module that
-needs only a small part of the package (``frames``, ``stats``) does not load
-the run analysis with it.
+``analyze``, ``RunAnalysis``, ``analyze_dir`` and ``analysis_cost`` (the CPU
+time of one analysis per episode, which the benchmarks report) are loaded on
+first use, so a module that needs only a small part of the package
+(``frames``, ``stats``) does not load the run analysis with it.
 """
 
 from typing import Any
 
-__all__ = ["RunAnalysis", "analyze"]
+__all__ = ["AnalysisCost", "RunAnalysis", "analysis_cost", "analyze", "analyze_dir"]
 
 
 def __getattr__(name: str) -> Any:

@@ -254,3 +254,151 @@ def episode_response(
         estimate=step_info(e, t, horizon=horizon),
         gap=estimate_gap(progress, estimate),
     )
+
+
+# ---------------------------------------------------------------------------
+# Lockstep arrays: the same metrics for many episodes at once.
+#
+# The run analysis pads each episode's step series into one row of a 2-D
+# array (episodes x steps) and computes every metric as array operations on
+# the rows, masked to each row's length.  Sums are taken per row length
+# (``row_sums``), so each row is reduced by numpy in the same order as the
+# 1-D functions above reduce its series: the results are the same floats.
+# ---------------------------------------------------------------------------
+
+IntArray = npt.NDArray[np.int64]
+BoolArray = npt.NDArray[np.bool_]
+
+
+def row_sums(values: FloatArray, lengths: IntArray) -> FloatArray:
+    """``[np.sum(values[i, :lengths[i]]) for i in rows]``, in numpy's order for each row.
+
+    Rows of one length are reduced together (``values[rows, :n].sum(axis=1)``
+    reduces each row as ``np.sum`` reduces it alone), so the sums are the
+    1-D sums to the bit.
+
+    Args:
+        values: A 2-D array, one row per series.
+        lengths: The length of each row's series (≤ the number of columns).
+
+    Returns:
+        The sum of each row's first ``lengths`` entries (0.0 for an empty one).
+    """
+    out = np.zeros(len(values), float)
+    for n in np.unique(lengths).tolist():
+        if n <= 0:
+            continue
+        rows = np.flatnonzero(lengths == n)
+        out[rows] = values[rows, :n].sum(axis=1)
+    return out
+
+
+def segment_sums(values: FloatArray, lengths: IntArray) -> FloatArray:
+    """``np.sum`` of each consecutive segment of ``values`` (segment i has ``lengths[i]``).
+
+    Args:
+        values: The segments, concatenated.
+        lengths: The length of each segment.
+
+    Returns:
+        One sum per segment, each in the order ``np.sum`` takes it alone.
+    """
+    starts = np.concatenate(([0], np.cumsum(lengths)[:-1])).astype(np.int64)
+    out = np.zeros(len(lengths), float)
+    for n in np.unique(lengths).tolist():
+        if n <= 0:
+            continue
+        rows = np.flatnonzero(lengths == n)
+        out[rows] = values[starts[rows, None] + np.arange(n)].sum(axis=1)
+    return out
+
+
+def first_true(mask: BoolArray) -> tuple[BoolArray, IntArray]:
+    """(whether each row has a True, the column of its first True or 0)."""
+    return np.asarray(mask.any(axis=1)), np.asarray(mask.argmax(axis=1), np.int64)
+
+
+def step_info_rows(
+    y: FloatArray,
+    t: FloatArray,
+    lengths: IntArray,
+    *,
+    horizon: float | None = None,
+    settling_threshold: float = SETTLING_THRESHOLD,
+    rise_limits: tuple[float, float] = RISE_LIMITS,
+) -> dict[str, FloatArray]:
+    """``step_info`` of every row of ``y`` sampled at the row of ``t``, as arrays.
+
+    Args:
+        y: One signal per row, padded past its length (any finite values).
+        t: The sample times, padded alike (non-decreasing within each length).
+        lengths: The samples of each row (≥ 1).
+        horizon: Hold each row's last sample up to this time in the error integrals.
+        settling_threshold: As for ``step_info``.
+        rise_limits: As for ``step_info``.
+
+    Returns:
+        Field name of ``StepInfo`` -> one value per row, plus ``settled_index``
+        (the sample from which the row stays in the band; ``lengths`` where it
+        never settles).
+    """
+    rows, cols = y.shape
+    r = np.arange(rows)
+    final = FINAL_VALUE
+    valid = np.arange(cols)[None, :] < lengths[:, None]
+    has_low, low = first_true((y >= rise_limits[0] * final) & valid)
+    has_high, high = first_true((y >= rise_limits[1] * final) & valid)
+    rise = np.where(has_low & has_high, t[r, high] - t[r, low], math.nan)
+    outside = (np.abs(y / final - 1) >= settling_threshold) & valid
+    last_out = np.where(outside, np.arange(cols)[None, :], -1).max(axis=1)
+    settled = last_out + 1
+    ends = lengths - 1
+    settling_time = np.where(settled < lengths, t[r, np.minimum(settled, ends)], math.nan)
+    after = valid & (np.arange(cols)[None, :] >= high[:, None])
+    s_min = np.minimum(np.where(after, y, np.inf).min(axis=1), final)
+    s_max = np.maximum(np.where(after, y, -np.inf).max(axis=1), final)
+    s_min = np.where(has_high, s_min, math.nan)
+    s_max = np.where(has_high, s_max, math.nan)
+    excess = np.abs(np.where(valid, y, -np.inf).max(axis=1)) - final
+    overshoot = np.where(excess > 0, np.abs(100.0 * excess / final), 0.0)
+    lowest = np.where(valid, y, np.inf).min(axis=1)
+    undershoot = np.where(lowest < 0, -100.0 * lowest / final, 0.0)
+    peak_index = np.where(valid, np.abs(y), -np.inf).argmax(axis=1)
+    # the error integrals: each sample held to the next, the last to the horizon
+    last_t = t[r, ends]
+    end = np.maximum(horizon, last_t) if horizon is not None else last_t
+    edges = np.concatenate((t, np.zeros((rows, 1))), axis=1)
+    edges[r, lengths] = end
+    widths = np.where(valid, edges[:, 1:] - edges[:, :-1], 0.0)
+    err = np.where(valid, final - y, 0.0)
+    squares = edges[:, 1:] ** 2 - edges[:, :-1] ** 2
+    return {
+        "rise_time": rise,
+        "settling_time": settling_time,
+        "settling_min": s_min,
+        "settling_max": s_max,
+        "overshoot": overshoot,
+        "undershoot": undershoot,
+        "peak": np.abs(y[r, peak_index]),
+        "peak_time": t[r, peak_index],
+        "steady_state_value": np.full(rows, final),
+        "steady_state_error": final - y[r, ends],
+        "iae": row_sums(np.abs(err) * widths, lengths),
+        "ise": row_sums(err**2 * widths, lengths),
+        "itae": row_sums(np.where(valid, np.abs(err) * squares / 2, 0.0), lengths),
+        "settled_index": settled,
+    }
+
+
+def estimate_gap_rows(
+    progress: FloatArray, estimate: FloatArray, lengths: IntArray
+) -> dict[str, FloatArray]:
+    """``estimate_gap`` of every row (rows padded past ``lengths``, each ≥ 1), as arrays."""
+    r = np.arange(len(lengths))
+    diff = estimate - progress
+    n = np.maximum(lengths, 1).astype(float)
+    return {
+        "mean_gap": row_sums(diff, lengths) / n,
+        "mean_abs_gap": row_sums(np.abs(diff), lengths) / n,
+        "final_gap": diff[r, np.maximum(lengths - 1, 0)],
+    }

@@ -23,7 +23,13 @@ from typing import Any
 
 import numpy as np
 
-from opar_sim.analysis.metrics import Signal
+from opar_sim.analysis.metrics import (
+    BoolArray,
+    FloatArray,
+    IntArray,
+    Signal,
+    segment_sums,
+)
 from opar_sim.core.frames import to_frame
 
 REPLAN = "replan"
@@ -231,3 +237,226 @@ def _is_repetition(pattern: tuple[str, ...]) -> bool:
     """Is the pattern itself a shorter pattern repeated (abab within period 4)?"""
     p = len(pattern)
     return any(p % q == 0 and pattern == pattern[:q] * (p // q) for q in range(1, p // 2 + 1))
+
+
+# ---------------------------------------------------------------------------
+# Lockstep arrays: the functions above for many episodes at once (one row per
+# episode, padded past its length), giving the same numbers row by row.
+# ---------------------------------------------------------------------------
+
+
+def _valid(lengths: IntArray, cols: int) -> BoolArray:
+    return np.arange(cols)[None, :] < lengths[:, None]
+
+
+def _pairs(rows: IntArray) -> BoolArray:
+    """For consecutive entries of a row-major selection: are they in the same row?"""
+    return np.asarray(rows[1:] == rows[:-1], bool)
+
+
+def replan_rhythm_rows(
+    replan: BoolArray,
+    steps: IntArray,
+    times: FloatArray,
+    lengths: IntArray,
+    k: int = 2,
+    enacted: IntArray | None = None,
+) -> dict[str, FloatArray | IntArray]:
+    """``replan_rhythm`` of every row (``replan``: where the signal is REPLAN), as arrays.
+
+    Args:
+        replan: Episodes x steps, True where the step's signal is REPLAN.
+        steps: The step numbers, padded alike.
+        times: The simulated seconds of each step, padded alike.
+        lengths: The steps of each row.
+        k: The thrash window.
+        enacted: Per row, the REPLANs the loop carried out (-1: unknown).
+
+    Returns:
+        ``replans``, ``thrash``, ``mean_dwell`` and ``mean_dwell_seconds`` per row.
+
+    Raises:
+        ValueError: as ``replan_rhythm``, for the first row whose ``enacted``
+            is neither the REPLAN signals nor one fewer.
+    """
+    if k < 1:
+        raise ValueError(f"k must be >= 1, got {k}")
+    rows, cols = replan.shape
+    signals = replan & _valid(lengths, cols)
+    count = signals.sum(axis=1)
+    limit = count.copy()
+    if enacted is not None:
+        known = enacted >= 0
+        bad = known & ~((count - 1 <= enacted) & (enacted <= count))
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise ValueError(
+                f"enacted REPLANs ({int(enacted[i])}) must be the REPLAN signals "
+                f"({int(count[i])}) or one fewer (the last step's)"
+            )
+        limit = np.where(known, enacted, count)
+    kept = signals & (np.cumsum(signals, axis=1) <= limit[:, None])
+    where_r, where_c = np.nonzero(kept)
+    at = steps[where_r, where_c]
+    same = _pairs(where_r)
+    dwell = (at[1:] - at[:-1])[same]
+    dwell_s = (times[where_r, where_c][1:] - times[where_r, where_c][:-1])[same]
+    owner = where_r[1:][same]
+    replans = kept.sum(axis=1)
+    n_dwell = np.maximum(replans - 1, 0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean_dwell = np.bincount(owner, weights=dwell, minlength=rows) / n_dwell
+        mean_dwell_s = segment_sums(dwell_s, n_dwell) / n_dwell
+    return {
+        "replans": replans,
+        "thrash": np.bincount(owner, weights=dwell <= k, minlength=rows).astype(np.int64),
+        "mean_dwell": np.where(n_dwell > 0, mean_dwell, math.nan),
+        "mean_dwell_seconds": np.where(n_dwell > 0, mean_dwell_s, math.nan),
+    }
+
+
+def trend_sign_changes_rows(error: FloatArray, lengths: IntArray) -> IntArray:
+    """``trend_sign_changes`` of every row of ``error`` (padded past ``lengths``)."""
+    rows, cols = error.shape
+    diffs = error[:, 1:] - error[:, :-1]
+    moving = (diffs != 0) & _valid(lengths - 1, cols - 1)
+    r, c = np.nonzero(moving)
+    signs = np.sign(diffs[r, c])
+    flips = _pairs(r) & (signs[1:] != signs[:-1])
+    return np.bincount(r[1:][flips], minlength=rows).astype(np.int64)
+
+
+def damping_rows(
+    signal: FloatArray, lengths: IntArray, tolerance: float = 0.0
+) -> dict[str, FloatArray | IntArray]:
+    """``damping`` of every row about its last value (rows padded past ``lengths``).
+
+    A half-cycle is a run of one sign of the deviation; half-cycles within
+    ``tolerance`` are dropped and neighbours of one sign merged, which is the
+    same as keeping only the samples beyond the tolerance and cutting those
+    into runs of one sign: each run's largest excursion is a peak.
+
+    Returns:
+        ``peaks``, ``log_decrement``, ``decay_ratio`` and ``damping_ratio`` per row.
+    """
+    rows, cols = signal.shape
+    r_all = np.arange(rows)
+    dev = signal - signal[r_all, np.maximum(lengths - 1, 0)][:, None]
+    beyond = (np.abs(dev) > tolerance) & _valid(lengths, cols)
+    r, c = np.nonzero(beyond)
+    d = dev[r, c]
+    positive = d > 0
+    new = np.ones(len(d), bool)
+    new[1:] = ~_pairs(r) | (positive[1:] != positive[:-1])
+    starts = np.flatnonzero(new)
+    amps = np.maximum.reduceat(np.abs(d), starts) if len(d) else np.zeros(0)
+    peak_row = r[starts]
+    peaks = np.bincount(peak_row, minlength=rows).astype(np.int64)
+    same = _pairs(peak_row)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        logs = np.log(amps[:-1] / amps[1:])[same]
+    n_logs = np.maximum(peaks - 1, 0)
+    sums = segment_sums(logs, n_logs)
+    log_decrement = np.full(rows, math.nan)
+    decay = np.full(rows, math.nan)
+    zeta = np.full(rows, math.nan)
+    for i in np.flatnonzero(peaks >= 2).tolist():
+        delta = 2.0 * float(sums[i] / n_logs[i])
+        log_decrement[i] = delta
+        decay[i] = math.exp(-delta)
+        zeta[i] = delta / math.sqrt(4 * math.pi**2 + delta**2)
+    return {
+        "peaks": peaks,
+        "log_decrement": log_decrement,
+        "decay_ratio": decay,
+        "damping_ratio": zeta,
+    }
+
+
+def action_cycles_rows(
+    actions: IntArray, lengths: IntArray, max_period: int = 4, min_repeats: int = 2
+) -> tuple[IntArray, IntArray]:
+    """The count and longest length of ``action_cycles`` of every row of action codes.
+
+    A candidate of period p is a maximal run of steps j with a[j] = a[j + p]
+    (the scan of ``action_cycles`` visits exactly these); it spans the run
+    plus p actions, needs ``min_repeats`` periods, a pattern that is not a
+    shorter one repeated, and no stretch of a shorter period around it.
+
+    Args:
+        actions: Episodes x steps of action codes (equal codes: equal actions).
+        lengths: The actions of each row.
+        max_period: As for ``action_cycles``.
+        min_repeats: As for ``action_cycles``.
+
+    Returns:
+        (cycles found, actions in the longest one or 0) per row.
+    """
+    rows, cols = actions.shape
+    width = cols + max_period + 1
+    found_row: list[IntArray] = []
+    found_start: list[IntArray] = []
+    found_end: list[IntArray] = []
+    for period in range(2, max_period + 1):
+        eq = np.zeros((rows, width), bool)
+        if cols > period:
+            eq[:, : cols - period] = (actions[:, period:] == actions[:, :-period]) & _valid(
+                lengths - period, cols - period
+            )
+        flat = eq.ravel()
+        edge = np.diff(flat.astype(np.int8), prepend=0)
+        begin = np.flatnonzero(edge == 1)
+        finish = np.flatnonzero(edge == -1)
+        run = finish - begin
+        r, c = np.divmod(begin, width)
+        keep = run + period >= min_repeats * period
+        r, c, run = r[keep], c[keep], run[keep]
+        pattern = actions[r[:, None], c[:, None] + np.arange(period)]
+        repeated = np.zeros(len(r), bool)
+        for q in range(1, period // 2 + 1):
+            if period % q == 0:
+                tiled = np.tile(pattern[:, :q], period // q)
+                repeated |= (pattern == tiled).all(axis=1)
+        keep = ~repeated
+        r, c, end = r[keep], c[keep], c[keep] + run[keep] + period
+        if found_row:
+            keep = ~_covered(
+                np.concatenate(found_row),
+                np.concatenate(found_start),
+                np.concatenate(found_end),
+                r,
+                c,
+                end,
+                width,
+            )
+            r, c, end = r[keep], c[keep], end[keep]
+        found_row.append(r)
+        found_start.append(c)
+        found_end.append(end)
+    r = np.concatenate(found_row)
+    length = np.concatenate(found_end) - np.concatenate(found_start)
+    longest = np.zeros(rows, np.int64)
+    np.maximum.at(longest, r, length)
+    return np.bincount(r, minlength=rows).astype(np.int64), longest
+
+
+def _covered(
+    rows: IntArray,
+    starts: IntArray,
+    ends: IntArray,
+    r: IntArray,
+    c: IntArray,
+    end: IntArray,
+    width: int,
+) -> BoolArray:
+    """Whether each candidate [c, end) of row r lies inside a found stretch of its row."""
+    if len(rows) == 0 or len(r) == 0:
+        return np.zeros(len(r), bool)
+    order = np.lexsort((starts, rows))
+    key = rows[order] * width + starts[order]
+    # the furthest end of the row's stretches so far, lifted per row so the running max resets
+    reach = np.maximum.accumulate(ends[order] + rows[order] * (2 * width))
+    at = np.searchsorted(key, r * width + c, side="right") - 1
+    ok = at >= 0
+    at = np.maximum(at, 0)
+    return np.asarray(ok & (rows[order][at] == r) & (reach[at] - r * (2 * width) >= end), bool)

@@ -1,9 +1,15 @@
 """The metrics of a whole run, per controller, from its run directory.
 
-``analyze(run_dir)`` reads episodes.jsonl, then streams steps.jsonl once,
-computing each episode's step response and oscillation as it goes; it keeps
-one small ``EpisodeMetrics`` per episode and the trajectories of the first
-``keep`` episodes of each controller (for the figures), never all the steps.
+``analyze(run_dir)`` reads episodes.jsonl, then steps.jsonl once into columns
+(``read_step_columns``), and measures every episode on lockstep arrays: each
+controller's episodes are padded into episodes x steps arrays and the step
+response, replanning rhythm, trend reversals, damping and action cycles are
+array operations on their rows (``metrics.step_info_rows`` and the ``*_rows``
+functions of ``oscillation``), giving the numbers the per-episode functions
+give.  The per-episode table is kept as columns (``EpisodeTable``);
+``RunAnalysis.episodes`` and the trajectories the figures draw
+(``RunAnalysis.traces``, the first ``keep`` episodes of each controller) are
+built from it on first use.
 
 pass^k is τ-bench's over worlds: the rows of one episode index (its
 ``trials``) are the attempts at one world, judged by their last Reflexion
@@ -15,17 +21,32 @@ from __future__ import annotations
 
 import json
 import math
+import time
 from collections import Counter
-from collections.abc import Iterable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
-from opar_sim.analysis.metrics import EpisodeResponse, episode_response, step_info
-from opar_sim.analysis.oscillation import action_cycles as find_cycles
-from opar_sim.analysis.oscillation import damping, replan_rhythm, trend_sign_changes
+from opar_sim.analysis.metrics import (
+    EpisodeResponse,
+    EstimateGap,
+    FloatArray,
+    IntArray,
+    StepInfo,
+    estimate_gap_rows,
+    step_info_rows,
+)
+from opar_sim.analysis.oscillation import (
+    REPLAN,
+    action_cycles_rows,
+    damping_rows,
+    replan_rhythm_rows,
+    trend_sign_changes_rows,
+)
 from opar_sim.analysis.stats import (
     Estimate,
     Proportion,
@@ -40,9 +61,13 @@ from opar_sim.experiment.rundir import (
     EpisodeTrace,
     check_run_dir,
     episode_key,
-    iter_episodes,
-    iter_traces,
     read_spec,
+)
+from opar_sim.experiment.rundir.columns import (
+    StepColumns,
+    forget_step_columns,
+    read_episode_rows,
+    read_step_columns,
 )
 from opar_sim.experiment.spec import ExperimentSpec
 
@@ -91,52 +116,197 @@ class EpisodeMetrics:
         return out
 
 
-def episode_metrics(
-    trace: EpisodeTrace, row: dict[str, Any], horizon: float | None, thrash_k: int
-) -> EpisodeMetrics:
-    """The metrics of one episode from its trajectory and its episodes.jsonl row."""
-    estimate = np.where(np.isnan(trace.estimate), 0.0, trace.estimate)
-    response = episode_response(trace.progress, estimate, trace.time, horizon=horizon)
-    # settling in steps: the same definition on the step axis
-    steps_axis = np.concatenate(([0.0], trace.step.astype(float)))
-    by_step = step_info(np.concatenate(([0.0], trace.progress)), steps_axis)
-    enacted = int(row["replans"]) if "replans" in row else None  # summary.json's count
-    rhythm = replan_rhythm(
-        trace.signals, trace.step.tolist(), k=thrash_k, times=trace.time, enacted=enacted
+_STEP_FIELDS = tuple(f.name for f in fields(StepInfo))
+_GAP_FIELDS = tuple(f.name for f in fields(EstimateGap))
+
+
+@dataclass(slots=True)
+class EpisodeTable:
+    """The metrics of many episodes as columns, one entry per episode (``EpisodeMetrics``' fields).
+
+    ``true``, ``estimate`` and ``gap`` hold the step-response fields by name.
+    """
+
+    controller: list[str]
+    episode: IntArray
+    attempt: IntArray
+    trial: IntArray
+    outcome: list[str]
+    steps: IntArray
+    tokens: IntArray
+    sim_seconds: FloatArray
+    true: dict[str, FloatArray]
+    estimate: dict[str, FloatArray]
+    gap: dict[str, FloatArray]
+    settling_step: FloatArray
+    replans: IntArray
+    thrash: IntArray
+    dwell: FloatArray
+    dwell_seconds: FloatArray
+    sign_changes: IntArray
+    damping_ratio: FloatArray
+    decay_ratio: FloatArray
+    oscillating: npt.NDArray[np.bool_]
+    cycles: IntArray
+    longest_cycle: IntArray
+
+    def __len__(self) -> int:
+        return len(self.controller)
+
+    def keys(self) -> list[tuple[int, int, int]]:
+        """(episode, trial, attempt) of each episode."""
+        return list(
+            zip(self.episode.tolist(), self.trial.tolist(), self.attempt.tolist(), strict=True)
+        )
+
+    def take(self, index: IntArray) -> EpisodeTable:
+        """The episodes at ``index``, in that order."""
+        out: dict[str, Any] = {}
+        for name in self.__slots__:
+            value = getattr(self, name)
+            if isinstance(value, list):
+                out[name] = [value[i] for i in index.tolist()]
+            elif isinstance(value, dict):
+                out[name] = {k: v[index] for k, v in value.items()}
+            else:
+                out[name] = value[index]
+        return EpisodeTable(**out)
+
+    def metrics(self) -> list[EpisodeMetrics]:
+        """One ``EpisodeMetrics`` per episode, in table order."""
+        lists = {
+            name: getattr(self, name).tolist()
+            for name in self.__slots__
+            if name not in ("controller", "outcome", "true", "estimate", "gap")
+        }
+        true = [self.true[f].tolist() for f in _STEP_FIELDS]
+        est = [self.estimate[f].tolist() for f in _STEP_FIELDS]
+        gap = [self.gap[f].tolist() for f in _GAP_FIELDS]
+        out = []
+        for i in range(len(self)):
+            response = EpisodeResponse(
+                true=StepInfo(*(c[i] for c in true)),
+                estimate=StepInfo(*(c[i] for c in est)),
+                gap=EstimateGap(*(c[i] for c in gap)),
+            )
+            out.append(
+                EpisodeMetrics(
+                    controller=self.controller[i],
+                    outcome=self.outcome[i],
+                    response=response,
+                    **{name: values[i] for name, values in lists.items()},
+                )
+            )
+        return out
+
+
+def _lockstep(columns: StepColumns, blocks: IntArray) -> dict[str, Any]:
+    """The blocks' step series padded into episodes x steps arrays (padding: the last value)."""
+    starts = columns.offsets[blocks]
+    lengths = columns.offsets[blocks + 1] - starts
+    width = int(lengths.max()) if len(lengths) else 0
+    at = np.minimum(np.arange(width)[None, :], np.maximum(lengths - 1, 0)[:, None])
+    index = starts[:, None] + at
+    return {
+        "lengths": lengths,
+        "step": columns.step[index],
+        "time": columns.time[index],
+        "progress": columns.progress[index],
+        "estimate": columns.estimate[index],
+        "signal": columns.signal[index],
+        "action": columns.action[index],
+    }
+
+
+def _prepend_zero(x: FloatArray) -> FloatArray:
+    return np.concatenate((np.zeros((len(x), 1)), x), axis=1)
+
+
+def measure_episodes(
+    columns: StepColumns,
+    blocks: IntArray,
+    rows: list[dict[str, Any]],
+    horizon: float | None,
+    thrash_k: int,
+) -> EpisodeTable:
+    """The metrics of the episodes ``blocks`` of ``columns`` (each ≥ 1 step), on lockstep arrays.
+
+    Every field is the one ``EpisodeMetrics`` of the per-episode functions
+    (``episode_response``, ``replan_rhythm``, ``damping``, ``action_cycles``)
+    would hold, computed for all rows at once.
+
+    Args:
+        columns: The run's steps as columns.
+        blocks: The blocks to measure, in the order of the table.
+        rows: The episodes.jsonl row of each block.
+        horizon: The time the error integrals hold the last sample up to.
+        thrash_k: A REPLAN within this many steps of the previous one is thrash.
+
+    Returns:
+        The table, one entry per block.
+    """
+    lock = _lockstep(columns, blocks)
+    n = lock["lengths"]
+    estimate = np.where(np.isnan(lock["estimate"]), 0.0, lock["estimate"])
+    progress = lock["progress"]
+    t0 = _prepend_zero(lock["time"])
+    true = step_info_rows(_prepend_zero(progress), t0, n + 1, horizon=horizon)
+    est = step_info_rows(_prepend_zero(estimate), t0, n + 1, horizon=horizon)
+    gap = estimate_gap_rows(progress, estimate, n)
+    # settling in steps: the same settled sample on the step axis
+    step_axis = _prepend_zero(lock["step"].astype(float))
+    settled = true.pop("settled_index")
+    est.pop("settled_index")
+    r = np.arange(len(n))
+    settling_step = np.where(settled < n + 1, step_axis[r, np.minimum(settled, n)], math.nan)
+    enacted = np.array([int(row["replans"]) if "replans" in row else -1 for row in rows], np.int64)
+    replan_code = columns.signals.index(REPLAN) if REPLAN in columns.signals else -1
+    rhythm = replan_rhythm_rows(
+        lock["signal"] == replan_code, lock["step"], lock["time"], n, k=thrash_k, enacted=enacted
     )
-    damp = damping(estimate, trace.time, tolerance=DAMPING_TOLERANCE)
-    cycles = find_cycles(trace.actions)
-    return EpisodeMetrics(
-        controller=trace.controller,
-        episode=trace.episode,
-        attempt=trace.attempt,
-        trial=trace.trial,
-        outcome=str(row.get("outcome", "")),
-        steps=len(trace),
-        tokens=int(row.get("tokens", 0)),
-        sim_seconds=float(row.get("sim_seconds", trace.time[-1] if len(trace) else 0.0)),
-        response=response,
-        settling_step=by_step.settling_time,
-        replans=rhythm.replans,
-        thrash=rhythm.thrash,
-        dwell=rhythm.mean_dwell,
-        dwell_seconds=rhythm.mean_dwell_seconds,
-        sign_changes=trend_sign_changes(1.0 - estimate),
-        damping_ratio=damp.damping_ratio,
-        decay_ratio=damp.decay_ratio,
-        oscillating=damp.oscillating,
-        cycles=len(cycles),
-        longest_cycle=max((c.length for c in cycles), default=0),
+    damp = damping_rows(estimate, n, tolerance=DAMPING_TOLERANCE)
+    actions = lock["action"]
+    if "∅" in columns.actions:  # action_cycles reads a missing action as "∅"
+        actions = np.where(actions == columns.actions.index("∅"), 0, actions)
+    cycles, longest = action_cycles_rows(actions, n)
+    last_time = lock["time"][r, n - 1].tolist()
+    return EpisodeTable(
+        controller=[columns.controllers[c] for c in columns.controller[blocks].tolist()],
+        episode=columns.episode[blocks],
+        attempt=columns.attempt[blocks],
+        trial=columns.trial[blocks],
+        outcome=[str(row.get("outcome", "")) for row in rows],
+        steps=n.astype(np.int64),
+        tokens=np.array([int(row.get("tokens", 0)) for row in rows], np.int64),
+        sim_seconds=np.array(
+            [float(row.get("sim_seconds", t)) for row, t in zip(rows, last_time, strict=True)],
+            float,
+        ),
+        true=true,
+        estimate=est,
+        gap=gap,
+        settling_step=settling_step,
+        replans=np.asarray(rhythm["replans"], np.int64),
+        thrash=np.asarray(rhythm["thrash"], np.int64),
+        dwell=np.asarray(rhythm["mean_dwell"], float),
+        dwell_seconds=np.asarray(rhythm["mean_dwell_seconds"], float),
+        sign_changes=trend_sign_changes_rows(1.0 - estimate, n),
+        damping_ratio=np.asarray(damp["damping_ratio"], float),
+        decay_ratio=np.asarray(damp["decay_ratio"], float),
+        oscillating=np.asarray(damp["peaks"]) >= 3,
+        cycles=cycles,
+        longest_cycle=longest,
     )
 
 
-def _median(values: Iterable[float]) -> float:
-    x = np.array([v for v in values if not math.isnan(v)], float)
+def _median(values: npt.ArrayLike) -> float:
+    x = np.asarray(values, float)
+    x = x[~np.isnan(x)]
     return float(np.median(x)) if x.size else math.nan
 
 
-def _mean(values: Iterable[float]) -> float:
-    x = np.array(list(values), float)
+def _mean(values: npt.ArrayLike) -> float:
+    x = np.asarray(values, float)
     return float(x.mean()) if x.size else math.nan
 
 
@@ -204,10 +374,10 @@ class ControllerMetrics:
 
 def controller_metrics(
     name: str,
-    episodes: list[EpisodeMetrics],
+    episodes: EpisodeTable,
     successes: list[bool],
     rng: np.random.Generator,
-    oracle: list[tuple[EpisodeMetrics, bool]] | None,
+    oracle: tuple[EpisodeTable, list[bool]] | None,
     trials: int,
 ) -> ControllerMetrics:
     """Aggregate one controller's episodes (every trial of every world).
@@ -223,59 +393,66 @@ def controller_metrics(
     Returns:
         The controller's metrics.
     """
-    n = len(episodes)
-    worlds = _worlds(episodes, successes)
+    e = episodes
+    n = len(e)
+    keys = e.keys()
+    worlds = _worlds(keys, successes)
     pass_k = {k: math.nan for k in PASS_K} | pass_hat_ks(worlds, trials)
-    outcomes = Counter(e.outcome for e in episodes)
-    replans = sum(e.replans for e in episodes)
-    total_steps = sum(e.steps for e in episodes)
-    dwell_n = sum(max(e.replans - 1, 0) for e in episodes)
-    dwell_sum = sum(e.dwell * (e.replans - 1) for e in episodes if e.replans > 1)
-    dwell_s = sum(e.dwell_seconds * (e.replans - 1) for e in episodes if e.replans > 1)
-    settled = [e for e in episodes if e.response.true.settled]
+    outcomes = Counter(e.outcome)
+    replans = int(e.replans.sum())
+    total_steps = int(e.steps.sum())
+    many = e.replans > 1
+    dwell_n = int(np.maximum(e.replans - 1, 0).sum())
+    # Python sums in episode order, as the per-episode aggregation took them
+    dwell_sum = sum((e.dwell[many] * (e.replans[many] - 1)).tolist())
+    dwell_s = sum((e.dwell_seconds[many] * (e.replans[many] - 1)).tolist())
+    settled = ~np.isnan(e.true["settling_time"])
     regret = token_regret = None
     if oracle is not None and name != ORACLE:
-        mine = {e.key: float(s) for e, s in zip(episodes, successes, strict=True)}
-        best = {e.key: float(s) for e, s in oracle}
+        o, o_success = oracle
+        o_keys = o.keys()
+        mine = dict(zip(keys, map(float, successes), strict=True))
+        best = dict(zip(o_keys, map(float, o_success), strict=True))
         regret = paired_difference(best, mine, rng)
         token_regret = paired_difference(
-            {e.key: float(e.tokens) for e in episodes},
-            {e.key: float(e.tokens) for e, _ in oracle},
+            dict(zip(keys, map(float, e.tokens.tolist()), strict=True)),
+            dict(zip(o_keys, map(float, o.tokens.tolist()), strict=True)),
             rng,
         )
+    histogram = success_histogram(worlds, trials)
     return ControllerMetrics(
         controller=name,
         episodes=n,
         success=proportion(sum(successes), n),
         pass_k=dict(sorted(pass_k.items())),
         trials=trials,
-        worlds=sum(success_histogram(worlds, trials)),
-        world_successes=success_histogram(worlds, trials),
-        steps=bootstrap_mean([e.steps for e in episodes], rng),
-        tokens=bootstrap_mean([e.tokens for e in episodes], rng),
-        sim_seconds=bootstrap_mean([e.sim_seconds for e in episodes], rng),
+        worlds=sum(histogram),
+        world_successes=histogram,
+        steps=bootstrap_mean(e.steps.astype(float), rng),
+        tokens=bootstrap_mean(e.tokens.astype(float), rng),
+        sim_seconds=bootstrap_mean(e.sim_seconds, rng),
         outcomes=dict(sorted(outcomes.items())),
         premature_share=outcomes.get("premature", 0) / n if n else math.nan,
-        replans=bootstrap_mean([e.replans for e in episodes], rng),
+        replans=bootstrap_mean(e.replans.astype(float), rng),
         replan_rate=replans / total_steps if total_steps else 0.0,
-        thrash_share=sum(e.thrash for e in episodes) / replans if replans else 0.0,
+        thrash_share=int(e.thrash.sum()) / replans if replans else 0.0,
         mean_dwell=dwell_sum / dwell_n if dwell_n else math.nan,
         mean_dwell_seconds=dwell_s / dwell_n if dwell_n else math.nan,
-        sign_changes=_mean(e.sign_changes for e in episodes),
-        oscillating_share=_mean(e.oscillating for e in episodes),
-        damping_ratio=_median(e.damping_ratio for e in episodes),
-        decay_ratio=_median(e.decay_ratio for e in episodes),
-        cycle_share=_mean(e.cycles > 0 for e in episodes),
-        settled_share=len(settled) / n if n else math.nan,
-        rise_time=_median(e.response.true.rise_time for e in episodes),
-        settling_time=_median(e.response.true.settling_time for e in settled),
-        settling_step=_median(e.settling_step for e in settled),
-        overshoot=_mean(e.response.true.overshoot for e in episodes),
-        iae=_mean(e.response.true.iae for e in episodes),
-        est_settled_share=_mean(e.response.estimate.settled for e in episodes),
-        est_settling_time=_median(e.response.estimate.settling_time for e in episodes),
-        mean_gap=_mean(e.response.gap.mean_gap for e in episodes),
-        final_gap=_mean(e.response.gap.final_gap for e in episodes),
+        sign_changes=_mean(e.sign_changes),
+        oscillating_share=_mean(e.oscillating),
+        damping_ratio=_median(e.damping_ratio),
+        decay_ratio=_median(e.decay_ratio),
+        cycle_share=_mean(e.cycles > 0),
+        settled_share=int(settled.sum()) / n if n else math.nan,
+        rise_time=_median(e.true["rise_time"]),
+        settling_time=_median(e.true["settling_time"][settled]),
+        settling_step=_median(e.settling_step[settled]),
+        overshoot=_mean(e.true["overshoot"]),
+        iae=_mean(e.true["iae"]),
+        est_settled_share=_mean(~np.isnan(e.estimate["settling_time"])),
+        est_settling_time=_median(e.estimate["settling_time"]),
+        mean_gap=_mean(e.gap["mean_gap"]),
+        final_gap=_mean(e.gap["final_gap"]),
         regret=regret,
         token_regret=token_regret,
     )
@@ -283,16 +460,36 @@ def controller_metrics(
 
 @dataclass
 class RunAnalysis:
-    """The metrics of a run directory, per controller in run order."""
+    """The metrics of a run directory, per controller in run order.
+
+    ``table`` holds every episode's metrics as columns, grouped by controller
+    in run order; ``episodes`` (one ``EpisodeMetrics`` each) and ``traces``
+    (the trajectories of the ``kept`` blocks, for the figures) are built from
+    it and from the run's step columns on first use.
+    """
 
     path: Path
     spec: ExperimentSpec | None
     controllers: dict[str, ControllerMetrics]
-    episodes: list[EpisodeMetrics]
-    traces: dict[str, list[EpisodeTrace]] = field(default_factory=dict)
+    table: EpisodeTable
     thrash_k: int = 2
     # controller -> (episode, trial, attempt) -> 1.0 if the episode succeeded
     successes: dict[str, dict[tuple[int, int, int], float]] = field(default_factory=dict)
+    kept: dict[str, list[int]] = field(default_factory=dict)  # controller -> blocks kept
+    columns: StepColumns | None = field(default=None, repr=False)
+
+    @cached_property
+    def episodes(self) -> list[EpisodeMetrics]:
+        """One ``EpisodeMetrics`` per episode, grouped by controller in run order."""
+        return self.table.metrics()
+
+    @cached_property
+    def traces(self) -> dict[str, list[EpisodeTrace]]:
+        """The trajectories of the first episodes of each controller (for the figures)."""
+        if self.columns is None:
+            return {name: [] for name in self.kept}
+        columns = self.columns
+        return {name: [columns.trace(b) for b in blocks] for name, blocks in self.kept.items()}
 
     @property
     def has_oracle(self) -> bool:
@@ -362,39 +559,100 @@ def analyze(path: Path, *, thrash_k: int = 2, keep: int = 300, seed: int = 0) ->
     """
     check_run_dir(path)
     spec = read_spec(path)
-    rows = {episode_key(r): r for r in _slim(iter_episodes(path))}
+    rows = {episode_key(r): r for r in read_episode_rows(path, _KEEP_FIELDS)}
     times = [float(r.get("sim_seconds", 0.0)) for r in rows.values()]
     horizon = spec.limits.time_budget if spec is not None else max(times, default=0.0)
-    by_controller: dict[str, list[EpisodeMetrics]] = {}
-    traces: dict[str, list[EpisodeTrace]] = {}
-    for trace in iter_traces(path):
-        row = rows.get((trace.controller, *_key(trace)))
-        if row is None or len(trace) == 0:
-            continue  # an interrupted run: steps written, episode line not
-        metrics = episode_metrics(trace, row, horizon, thrash_k)
-        by_controller.setdefault(trace.controller, []).append(metrics)
-        kept = traces.setdefault(trace.controller, [])
-        if len(kept) < keep:
-            kept.append(trace)
+    columns = read_step_columns(path)
+    names = columns.controllers
+    block_keys = list(
+        zip(
+            [names[c] for c in columns.controller.tolist()],
+            columns.episode.tolist(),
+            columns.trial.tolist(),
+            columns.attempt.tolist(),
+            strict=True,
+        )
+    )
+    found = [rows.get(k) for k in block_keys]  # none: an interrupted run wrote steps, not the row
+    chosen = np.array([b for b, row in enumerate(found) if row is not None], np.int64)
+    # grouped by controller, controllers in the order they first appear, episodes in file order
+    codes = columns.controller[chosen]
+    first = {c: i for i, c in reversed(list(enumerate(codes.tolist())))}
+    rank = np.array([first[c] for c in codes.tolist()], np.int64)
+    blocks = chosen[np.argsort(rank, kind="stable")]
+    chosen_rows = [found[b] for b in blocks.tolist()]
+    episode_rows = [row for row in chosen_rows if row is not None]
+    table = measure_episodes(columns, blocks, episode_rows, horizon, thrash_k)
+    success = [bool(row.get("success")) for row in episode_rows]
+    spans: dict[str, tuple[int, int]] = {}
+    for i, name in enumerate(table.controller):
+        start, _ = spans.get(name, (i, i))
+        spans[name] = (start, i + 1)
+    parts = {name: (table.take(np.arange(a, b)), success[a:b]) for name, (a, b) in spans.items()}
     trials = spec.trials if spec is not None else max((k[2] for k in rows), default=1)
-    success = {
-        name: [bool(rows[(name, *e.key)].get("success")) for e in eps]
-        for name, eps in by_controller.items()
-    }
-    oracle = None
-    if ORACLE in by_controller:
-        oracle = list(zip(by_controller[ORACLE], success[ORACLE], strict=True))
+    oracle = parts.get(ORACLE)
     rng = np.random.default_rng(seed)
     controllers = {
-        name: controller_metrics(name, eps, success[name], rng, oracle, trials)
-        for name, eps in by_controller.items()
+        name: controller_metrics(name, eps, ok, rng, oracle, trials)
+        for name, (eps, ok) in parts.items()
     }
-    episodes = [e for eps in by_controller.values() for e in eps]
     keyed = {
-        name: {e.key: float(ok) for e, ok in zip(eps, success[name], strict=True)}
-        for name, eps in by_controller.items()
+        name: dict(zip(eps.keys(), map(float, ok), strict=True))
+        for name, (eps, ok) in parts.items()
     }
-    return RunAnalysis(path, spec, controllers, episodes, traces, thrash_k, keyed)
+    kept = {name: blocks[a : min(b, a + keep)].tolist() for name, (a, b) in spans.items()}
+    return RunAnalysis(path, spec, controllers, table, thrash_k, keyed, kept, columns)
+
+
+def analyze_dir(rundir: Path, *, thrash_k: int = 2) -> RunAnalysis:
+    """What ``compare`` and ``plot`` compute of a run: its analysis, steps.jsonl parsed afresh.
+
+    The function the benchmarks time (``analysis_cost``): the run's files are
+    read (the step columns of an earlier call are not reused) and every
+    episode measured; no trajectory is built and nothing is drawn.
+
+    Args:
+        rundir: The run directory.
+        thrash_k: A REPLAN within this many steps of the previous one is thrash.
+
+    Returns:
+        The run's analysis.
+    """
+    forget_step_columns()
+    return analyze(rundir, thrash_k=thrash_k)
+
+
+@dataclass(frozen=True, slots=True)
+class AnalysisCost:
+    """CPU time of ``analyze_dir`` on one run: the median of ``repeats`` calls."""
+
+    episodes: int
+    seconds: float  # CPU seconds of one analysis (median)
+    per_episode_us: float  # microseconds of CPU per episode
+    repeats: int
+
+
+def analysis_cost(rundir: Path, *, repeats: int = 3) -> AnalysisCost:
+    """Measure the CPU time ``analyze_dir`` takes on ``rundir`` per episode.
+
+    Args:
+        rundir: The run directory.
+        repeats: Calls timed; the median is reported.
+
+    Returns:
+        Episodes analysed, CPU seconds per analysis and microseconds per episode.
+    """
+    if repeats < 1:
+        raise ValueError(f"repeats must be >= 1, got {repeats}")
+    spent: list[float] = []
+    episodes = 0
+    for _ in range(repeats):
+        start = time.process_time()
+        analysis = analyze_dir(rundir)
+        spent.append(time.process_time() - start)
+        episodes = len(analysis.table)
+    seconds = float(np.median(spent))
+    return AnalysisCost(episodes, seconds, seconds / max(episodes, 1) * 1e6, repeats)
 
 
 _KEEP_FIELDS = (
@@ -410,25 +668,15 @@ _KEEP_FIELDS = (
 )
 
 
-def _key(trace: EpisodeTrace) -> tuple[int, int, int]:
-    return (trace.episode, trace.trial, trace.attempt)
-
-
-def _worlds(episodes: list[EpisodeMetrics], successes: list[bool]) -> dict[int, list[bool]]:
+def _worlds(keys: list[tuple[int, int, int]], successes: list[bool]) -> dict[int, list[bool]]:
     """World (episode index) -> the success of each trial, judged by its last attempt."""
     last: dict[tuple[int, int], bool] = {}
-    for e, s in zip(episodes, successes, strict=True):
-        last[(e.episode, e.trial)] = s  # Reflexion attempts come in order: the last wins
+    for (episode, trial, _), s in zip(keys, successes, strict=True):
+        last[(episode, trial)] = s  # Reflexion attempts come in order: the last wins
     worlds: dict[int, list[bool]] = {}
     for (episode, _), s in last.items():
         worlds.setdefault(episode, []).append(s)
     return worlds
-
-
-def _slim(rows: Iterable[dict[str, Any]]) -> Iterable[dict[str, Any]]:
-    """Episode rows without the answer text and other fields the metrics do not use."""
-    for r in rows:
-        yield {k: r[k] for k in _KEEP_FIELDS if k in r}
 
 
 def _json_safe(value: Any) -> Any:

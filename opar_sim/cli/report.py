@@ -3,7 +3,8 @@
 Nothing is linked: the page opens offline and can be attached to a message.
 The figures are the vector SVGs that ``plot`` (or ``compare``) already wrote
 under RUNDIR/figures, inlined with their ids prefixed per figure; they are
-drawn only when that directory lacks them or was drawn for other options.  A
+drawn only when that directory lacks them, was drawn for other options, or is
+older than one of the run's files (spec.json, episodes.jsonl, steps.jsonl).  A
 small script (``report_page.SCRIPT``, no library) adds the interaction:
 hover tool tips, controllers toggled from the legend bar, the comparison table
 linked to the Pareto plot, and the episode trace viewer fed by the episodes'
@@ -22,7 +23,6 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-from matplotlib.colors import to_hex
 
 import opar_sim
 from opar_sim.analysis.run import RunAnalysis
@@ -34,9 +34,11 @@ from opar_sim.cli.tables import (
     response_table,
 )
 from opar_sim.experiment.rundir import (
+    EPISODES_FILE,
+    SPEC_FILE,
+    STEPS_FILE,
     episode_key,
     iter_episodes,
-    iter_steps,
     read_jsonl,
 )
 from opar_sim.figures import (
@@ -46,7 +48,6 @@ from opar_sim.figures import (
     thresholds,
     write_figures,
 )
-from opar_sim.figures.style import controller_colors
 
 REPLAY_GLOB = "replay_*.jsonl"
 
@@ -122,7 +123,9 @@ def trace_data(path: Path) -> dict[str, Any]:
             ]
         )
     traces: dict[str, dict[str, Any]] = {}
-    for row in iter_steps(path):
+    # the analysis has checked the fields it computes with; the viewer only shows them
+    # (a number that is not one shows as empty), so the rows are read unchecked
+    for row in read_jsonl(path / STEPS_FILE):
         trace = traces.setdefault(_key(row), {k: [] for k, _, _ in _STEP_COLUMNS} | {"terms": {}})
         n = len(trace["st"])
         for short, name, kind in _STEP_COLUMNS:
@@ -242,7 +245,9 @@ def figure_svgs(
     folder = analysis.path / FIGURE_DIR
     options = {"controller": controller, "episode": episode}
     index = read_index(folder)
-    steps = analysis.path / "steps.jsonl"
+    # the files the figures are drawn from: figures older than any of them are stale
+    sources = [analysis.path / name for name in (SPEC_FILE, EPISODES_FILE, STEPS_FILE)]
+    newest = max((f.stat().st_mtime for f in sources if f.is_file()), default=0.0)
 
     def fresh(ix: dict[str, Any] | None) -> bool:
         if ix is None or ix.get("options") != options:
@@ -250,9 +255,7 @@ def figure_svgs(
         files = [folder / f"{stem}.svg" for stem in ix.get("figures", [])]
         if not files or not all(f.is_file() for f in files):
             return False
-        return not steps.is_file() or min(f.stat().st_mtime for f in files) >= (
-            steps.stat().st_mtime
-        )
+        return min(f.stat().st_mtime for f in files) >= newest
 
     drawn = False
     if not fresh(index):
@@ -315,6 +318,10 @@ def render_report(
     when = (now or dt.datetime.now(dt.UTC)).strftime("%Y-%m-%d %H:%M UTC")
     commit = _git_commit()
     names = list(analysis.controllers)
+    from matplotlib.colors import to_hex
+
+    from opar_sim.figures.style import controller_colors
+
     colors = {n: to_hex(c) for n, c in controller_colors(names).items()}
     svgs, index, _ = figure_svgs(analysis, controller=controller, episode=episode)
     data = {

@@ -2,31 +2,46 @@
 
 ``write_figures(analysis, out)`` rebuilds all of them from a run directory's
 analysis (``opar_sim.analysis.run.analyze``) without rerunning anything.
+
+Importing this package does not import matplotlib: the modules that draw
+(``convergence``, ``signals``, ...) are imported by the functions that draw,
+and their figure functions are re-exported here on first use.
 """
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-import matplotlib.pyplot as plt
-from matplotlib.figure import Figure
+from typing import TYPE_CHECKING, Any
 
 import controllers
 from opar_sim.analysis.run import RunAnalysis
 from opar_sim.core.controller import TruthReader
 from opar_sim.experiment.rundir import EpisodeTrace, find_trace, read_json, write_json
-from opar_sim.figures.convergence import convergence_figure
-from opar_sim.figures.outcomes import outcomes_figure, pareto_figure
-from opar_sim.figures.signals import (
-    RASTER_EPISODES,
-    most_replanning,
-    phase_figure,
-    pid_terms_figure,
-    raster_figure,
-)
-from opar_sim.figures.style import save
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+RASTER_EPISODES = 40  # episodes per controller in the signal raster
+
+# figure function -> the module that draws it (imported on first use)
+_DRAWN_BY = {
+    "convergence_figure": "convergence",
+    "outcomes_figure": "outcomes",
+    "pareto_figure": "outcomes",
+    "phase_figure": "signals",
+    "pid_terms_figure": "signals",
+    "raster_figure": "signals",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _DRAWN_BY:
+        module = importlib.import_module(f"opar_sim.figures.{_DRAWN_BY[name]}")
+        return getattr(module, name)
+    raise AttributeError(f"module 'opar_sim.figures' has no attribute {name!r}")
+
 
 FIGURE_DIR = "figures"
 
@@ -93,11 +108,15 @@ class FigureSet:
 
     def close(self) -> None:
         """Release the figures (pyplot keeps every open figure alive)."""
+        import matplotlib.pyplot as plt
+
         for fig in self.figures.values():
             plt.close(fig)
 
     def save(self, out: Path) -> list[str]:
         """Save every figure as PNG and SVG under ``out``; return the paths."""
+        from opar_sim.figures.style import save
+
         out.mkdir(parents=True, exist_ok=True)
         paths: list[str] = []
         boxes: dict[str, list[float]] = {}
@@ -157,6 +176,8 @@ def _pid_episode(
     Without ``controller`` the controllers are tried in run order, and the
     first whose episode records PID terms gives the trace.
     """
+    from opar_sim.figures.signals import most_replanning
+
     names = [controller] if controller else list(analysis.traces)
     for name in names:
         kept = analysis.traces.get(name, [])
@@ -186,6 +207,10 @@ def build_figures(
         The convergence, signals, phase, outcomes and Pareto figures, and
         ``pid_terms`` when a controller recorded its terms.
     """
+    from opar_sim.figures.convergence import convergence_figure
+    from opar_sim.figures.outcomes import outcomes_figure, pareto_figure
+    from opar_sim.figures.signals import phase_figure, pid_terms_figure, raster_figure
+
     name = analysis.spec.name if analysis.spec is not None else analysis.path.name
     n = max((m.episodes for m in analysis.controllers.values()), default=0)
     figs = {

@@ -6,11 +6,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from opar_sim.core.reflexion import success_by_attempt
-from opar_sim.experiment.rundir import EpisodeTrace, iter_episodes, iter_traces
+from opar_sim.experiment.rundir import EpisodeTrace, iter_episodes
+from opar_sim.experiment.rundir.columns import read_step_columns
 from opar_sim.experiment.spec import ExperimentSpec
-from opar_sim.figures.convergence import convergence_figure
-from opar_sim.figures.memory import learning_curve_figure
-from opar_sim.figures.style import save
 
 FIGURE_EPISODES = 2000  # episodes per controller drawn in the convergence figure
 
@@ -25,11 +23,18 @@ def write_run_figures(spec: ExperimentSpec, out: Path) -> list[str]:
     Returns:
         The paths written.
     """
+    from opar_sim.figures.convergence import convergence_figure
+    from opar_sim.figures.memory import learning_curve_figure
+    from opar_sim.figures.style import save
+
+    # steps.jsonl parsed once into columns; an analysis of the same run in this process
+    # (compare's) reuses them
+    columns = read_step_columns(out)
     traces: dict[str, list[EpisodeTrace]] = {}
-    for trace in iter_traces(out):
-        kept = traces.setdefault(trace.controller, [])
+    for block in range(len(columns)):
+        kept = traces.setdefault(columns.controllers[int(columns.controller[block])], [])
         if len(kept) < FIGURE_EPISODES:
-            kept.append(trace)
+            kept.append(columns.trace(block, terms=False))  # the figure draws no terms
     title = f"{spec.name}: progress per loop iteration ({spec.episodes} episodes each)"
     written = save(convergence_figure(traces, title), str(out / "progress"))
     if spec.reflexion.attempts > 1:

@@ -14,9 +14,9 @@ from matplotlib.patches import Patch
 from matplotlib.ticker import MaxNLocator
 
 from opar_sim.experiment.rundir import EpisodeTrace
+from opar_sim.figures import RASTER_EPISODES  # defined where no matplotlib is imported
 from opar_sim.figures.style import SIGNAL_COLORS, controller_colors, new_figure
 
-RASTER_EPISODES = 40
 PHASE_EPISODES = 8
 _CODES = {"continue": 1, "replan": 2, "terminate": 3}
 

@@ -316,3 +316,21 @@ def test_reflexion_attempts_are_measured_one_by_one(tmp_path):
     assert analysis.controllers["pid"].success.successes == sum(
         r["success"] for r in rows if r["controller"] == "pid"
     )
+
+
+def test_report_redraws_figures_older_than_a_run_file(compared, tmp_path):
+    import os
+    import shutil
+
+    from opar_sim.cli.report import figure_svgs
+
+    out, _ = compared
+    copy = tmp_path / "copy"
+    shutil.copytree(out, copy)
+    figure_svgs(analyze(copy))  # drawn for no --episode if an earlier test drew another
+    svgs, _, drawn = figure_svgs(analyze(copy))
+    assert not drawn and svgs
+    stamp = (copy / "figures" / "pareto.svg").stat().st_mtime
+    os.utime(copy / "episodes.jsonl", (stamp + 10, stamp + 10))
+    _, _, drawn = figure_svgs(analyze(copy))
+    assert drawn
