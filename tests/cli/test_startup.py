@@ -68,3 +68,31 @@ def test_pool_workers_import_neither_the_commands_nor_matplotlib(tmp_path: Path)
         [sys.executable, str(script)], check=True, capture_output=True, text=True, cwd=ROOT, env=env
     )
     assert out.stdout.strip() == ""
+
+
+def test_the_command_table_agrees_with_each_command_module() -> None:
+    """``--help`` lists the table without importing the modules: their NAME and HELP match it."""
+    from opar_sim.cli.commands import COMMANDS
+
+    modules = sorted(p.stem for p in (ROOT / "opar_sim" / "cli" / "commands").glob("*_cmd.py"))
+    assert sorted(f"{c.name}_cmd" for c in COMMANDS) == modules
+    for entry in COMMANDS:
+        module = entry.load()
+        assert (module.NAME, module.HELP) == (entry.name, entry.help)
+
+
+def test_help_imports_no_command_module() -> None:
+    code = (
+        "import sys, contextlib, io\n"
+        "from opar_sim.cli.main import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        "    try:\n"
+        "        main(['--help'])\n"
+        "    except SystemExit:\n"
+        "        pass\n"
+        "print(sorted(m for m in sys.modules if m.endswith('_cmd') or m in ('numpy', 'rich')))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], check=True, capture_output=True, text=True, cwd=ROOT
+    )
+    assert out.stdout.strip() == "[]"
