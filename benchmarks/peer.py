@@ -117,11 +117,17 @@ def langgraph_steps(episodes: int) -> tuple[float, int]:
     """
     steps, cpu = 0, 0.0
     limit = {"recursion_limit": 4 * MAX_STEPS + 10}  # a super-step per node
-    initial: LoopState = {"progress": 0.0, "observed": 0.0, "right": False, "steps": 0}  # type: ignore[typeddict-item]
+    initial: LoopState = {
+        "progress": 0.0,
+        "observed": 0.0,
+        "right": False,
+        "steps": 0,
+        "done": False,
+    }
     for episode in range(episodes):
         app = build_graph(random.Random(episode), _pid())
         start = time.process_time()
-        final = app.invoke({**initial, "done": False}, config=limit)
+        final = app.invoke(dict(initial), config=limit)
         cpu += time.process_time() - start
         steps += final["steps"]
     return cpu, steps
