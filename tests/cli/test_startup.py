@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import SPEC
+
 ROOT = Path(__file__).resolve().parents[2]
 HEAVY = ("matplotlib", "ollama", "llama_cpp", "dask", "distributed", "optuna")
 
@@ -50,16 +52,27 @@ def test_the_probe_sees_a_heavy_import() -> None:
     assert out.stdout.strip() == "True"
 
 
-def test_pool_workers_import_neither_the_commands_nor_matplotlib(tmp_path: Path) -> None:
+@pytest.mark.parametrize("work", ["nothing", "a chunk"])
+def test_pool_workers_import_only_what_runs_episodes(tmp_path: Path, work: str) -> None:
+    """A spawned worker, bare or after running episodes: no CLI command, plotting or analysis."""
     script = tmp_path / "opar-sim-like"
+    submit = (
+        "pool.submit(loaded)"
+        if work == "nothing"
+        else "pool.submit(after_chunk, plan_chunks(spec, parallelism=2)[0])"
+    )
     script.write_text(
         "import sys\n"
         "from opar_sim.cli import main\n"
         "if __name__ == '__main__':\n"
+        "    from opar_sim.experiment.build import load_spec\n"
+        "    from opar_sim.experiment.chunks import plan_chunks\n"
+        "    from opar_sim.experiment.edit import with_overrides\n"
         "    from opar_sim.experiment.executors import ExecutorConfig, open_executor\n"
-        "    from tests.cli.startup_probe import loaded\n"
+        "    from tests.cli.startup_probe import after_chunk, loaded\n"
+        f"    spec = with_overrides(load_spec({str(SPEC)!r}), episodes=4, controller='pid')\n"
         "    with open_executor(ExecutorConfig('process', 2)) as pool:\n"
-        "        print(','.join(pool.submit(loaded).result()))\n",
+        f"        print(','.join({submit}.result()))\n",
         encoding="utf-8",
     )
     # a script's own folder heads sys.path, not the cwd: the probe module needs the repository
@@ -68,3 +81,31 @@ def test_pool_workers_import_neither_the_commands_nor_matplotlib(tmp_path: Path)
         [sys.executable, str(script)], check=True, capture_output=True, text=True, cwd=ROOT, env=env
     )
     assert out.stdout.strip() == ""
+
+
+def test_the_command_table_agrees_with_each_command_module() -> None:
+    """``--help`` lists the table without importing the modules: their NAME and HELP match it."""
+    from opar_sim.cli.commands import COMMANDS
+
+    modules = sorted(p.stem for p in (ROOT / "opar_sim" / "cli" / "commands").glob("*_cmd.py"))
+    assert sorted(f"{c.name}_cmd" for c in COMMANDS) == modules
+    for entry in COMMANDS:
+        module = entry.load()
+        assert (entry.name, entry.help) == (module.NAME, module.HELP)
+
+
+def test_help_imports_no_command_module() -> None:
+    code = (
+        "import sys, contextlib, io\n"
+        "from opar_sim.cli.main import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        "    try:\n"
+        "        main(['--help'])\n"
+        "    except SystemExit:\n"
+        "        pass\n"
+        "print(sorted(m for m in sys.modules if m.endswith('_cmd') or m in ('numpy', 'rich')))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], check=True, capture_output=True, text=True, cwd=ROOT
+    )
+    assert out.stdout.strip() == "[]"

@@ -20,7 +20,7 @@ from opar_sim.cli.render import is_llm, llm_steps, progress_bar
 from opar_sim.cli.tables import outcome_table, summary_table
 from opar_sim.experiment.build import load_spec
 from opar_sim.experiment.edit import with_overrides
-from opar_sim.experiment.executors import ExecutorConfig, open_executor
+from opar_sim.experiment.executors import ExecutorConfig, fit_to_size, open_executor
 from opar_sim.experiment.rundir import prepare_out_dir
 from opar_sim.experiment.runner import RunResult, run_experiment
 from opar_sim.experiment.spec import ExperimentSpec
@@ -73,12 +73,15 @@ def execute(
     if llm and args.workers is None and not (args.scheduler or args.dask_local):
         config = ExecutorConfig("serial", 1)  # one model in this process, and a live view
     names = [c.name for c in spec.controller_list()]
+    config, note = fit_to_size(config, spec.episodes * spec.trials * len(names))
     console.print(
         f"[bold]{spec.name}[/]: task [cyan]{spec.task.name}[/], controllers "
         f"[cyan]{', '.join(names)}[/], {spec.episodes} episodes each"
         + (f" × {spec.trials} trials" if spec.trials > 1 else "")
         + f", seed {spec.seed}"
     )
+    if note:
+        console.print(note, markup=False, highlight=False)
     with (
         open_executor(config) as executor,
         progress_bar(console) as bar,

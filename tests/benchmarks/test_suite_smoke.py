@@ -1,0 +1,65 @@
+"""A smoke run of the benchmark suite (``make bench``) at tiny sizes: no timing asserted.
+
+It checks that every figure of issue 14 is measured and printed, in one run,
+and that the start-up figures hold (those do not depend on the machine's load).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _suite():  # benchmarks/ is not a package: load suite.py from its file
+    spec = importlib.util.spec_from_file_location("bench_suite", ROOT / "benchmarks" / "suite.py")
+    assert spec is not None and spec.loader is not None
+    suite = importlib.util.module_from_spec(spec)
+    sys.modules["bench_suite"] = suite  # its dataclasses look their module up
+    spec.loader.exec_module(suite)
+    return suite
+
+
+def test_the_suite_runs_and_writes_its_results(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "results.json"
+    assert _suite().main(["--quick", "--out", str(out)]) == 0
+    r = json.loads(out.read_text(encoding="utf-8"))
+    for key in (
+        "floor_us_per_step",
+        "scalar_us_per_step",
+        "simpy_us_per_step",
+        "cli_us_per_step",
+        "batch_us_per_step",
+        "batch_steps_per_cpu_second",
+        "help_cpu_seconds",
+        "analysis_us_per_episode",
+    ):
+        assert r[key] > 0, key
+    assert r["simpy_over_floor"] == pytest.approx(r["simpy_us_per_step"] / r["floor_us_per_step"])
+    assert r["process"]["episodes"] == 200 and r["process"]["speedup_2_over_1"] > 0
+    assert len(r["rss_mib"]) == 2 and min(r["rss_mib"]) > 10  # MiB: a Python process is larger
+    # the peer is measured when langgraph is installed, else the suite says what to install
+    assert ("langgraph_over_simpy" in r) != ("langgraph_missing" in r)
+    assert r["llm_missing"] == "skipped with --quick"
+    assert r["help_heavy_imports"] == [] and r["list_heavy_imports"] == []
+    printed = capsys.readouterr().out
+    for row in ("bare SimPy floor", "run --workers 1", "LangGraph", "batch engine", "peak RSS"):
+        assert row in printed, row
+    assert "controller-steps/CPU s" in printed and "opar-sim --help" in printed
+
+
+def test_child_usage_reads_the_one_child_it_ran() -> None:
+    memory = _suite().memory
+    grow = "b = bytearray(200 * 2**20); b[::4096] = b'x' * len(b[::4096])"
+    big = memory.child_usage([sys.executable, "-c", grow])
+    small = memory.child_usage([sys.executable, "-c", "pass"])
+    assert big.max_rss_mib > 200 > small.max_rss_mib  # not the maximum over all children
+    with pytest.raises(RuntimeError, match="exited 3"):
+        memory.child_usage([sys.executable, "-c", "raise SystemExit(3)"])
