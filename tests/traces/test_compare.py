@@ -24,7 +24,9 @@ from tests.tau_bench_data import tau_bench_file
 @pytest.fixture(scope="module")
 def simulated(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A run recorded by opar-sim, read as it is (no import): 12 worlds x 4 trials."""
-    spec = apply_changes(load_spec(EXPERIMENTS / "flight_booking_trials.toml"), {"episodes": 12}, "test")
+    spec = apply_changes(
+        load_spec(EXPERIMENTS / "flight_booking_trials.toml"), {"episodes": 12}, "test"
+    )
     out = tmp_path_factory.mktemp("sim") / "run"
     run_experiment(spec, out)
     return out

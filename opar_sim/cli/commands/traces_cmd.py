@@ -79,10 +79,7 @@ def _compare(args: argparse.Namespace, console: Console) -> int:
 
     rows = [
         ["runs (tasks)", *(f"{p.runs} ({p.tasks})" for p in profiles)],
-        *(
-            [f"pass^{k + 1}", *(num(p.pass_k[k], ".3f") for p in profiles)]
-            for k in range(ks)
-        ),
+        *([f"pass^{k + 1}", *(num(p.pass_k[k], ".3f") for p in profiles)] for k in range(ks)),
         ["success rate", *(num(p.success_rate, ".3f") for p in profiles)],
         ["turns, successes", *(num(p.turns_success, ".2f") for p in profiles)],
         ["turns, failures", *(num(p.turns_failure, ".2f") for p in profiles)],
