@@ -8,7 +8,8 @@ Goal
     the world's feature ``write_actions`` (with ``actions``, the length of the
     expert's sequence), recorded with each episode as an imported run records it.
     The first lookups number ``reads``, or are drawn per world in
-    ``reads``..``reads_max``.
+    ``reads``..``reads_max``; with ``actions`` set (a recorded task's ground-truth
+    action count), they also make up what the writes and their lookups lack of it.
 Tools
     ``lookup(key)`` reads a record: the next required one moves the task on,
     any other is a harmless wasted call.  ``write(key)`` changes the database:
@@ -30,6 +31,7 @@ Faults
     actions are ``wrong_write_share`` wrong writes, the rest wasted lookups.
 Version history
     v0: first version.
+    v1: ``actions`` (opt-in, default unset: v0's worlds unchanged).
 """
 
 from __future__ import annotations
@@ -63,6 +65,14 @@ class ToolChainParams(BaseModel):
         description="if set, each world's lookups are uniform in reads..reads_max",
     )
     reads_per_write: int = Field(2, ge=0, le=50, description="lookups each write needs first")
+    actions: int | None = Field(
+        None,
+        ge=0,
+        le=200,
+        description="if set, a ground-truth action count the world is stretched to: the first "
+        "lookups make up what the writes and their lookups lack of it, and reads..reads_max "
+        "come on top (the lookups an agent makes that a ground truth leaves out)",
+    )
     wrong_write_share: float = Field(
         0.3, ge=0, le=1, description="share of the agent's wrong actions that are wrong writes"
     )
@@ -110,6 +120,8 @@ class ToolChain(SimTask):
         reads = p.reads
         if p.reads_max is not None and p.reads_max > p.reads:
             reads = int(self.rng.integers(p.reads, p.reads_max + 1))
+        if p.actions is not None:  # opt-in: no draw changes without it
+            reads += max(0, p.actions - self.writes * (p.reads_per_write + 1))
         steps = [Action.of("lookup", key=f"record {i}") for i in range(reads)]
         for w in range(self.writes):
             steps += [Action.of("lookup", key=f"detail {w}.{i}") for i in range(p.reads_per_write)]

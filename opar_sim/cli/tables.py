@@ -323,7 +323,8 @@ def validation_table(validation: Validation) -> TextTable:
     ks = len(validation.pooled.predicted.pass_k)
     columns = ["tasks held out", "tasks", "runs"]
     columns += [f"pass^{k}" for k in range(1, ks + 1)]
-    columns += ["tool calls, successes", "tool calls, failures", "KS p", "verdict"]
+    columns += ["tool calls, successes", "tool calls, failures", "KS p"]
+    columns += [f"tasks by successes 0..{ks}", "spread p", "verdict"]
     rows = []
     for c in checks:
         row = [c.label, str(c.tasks), str(c.runs)]
@@ -356,18 +357,30 @@ def validation_table(validation: Validation) -> TextTable:
             )
         )
         row.append(f"{c.ks_pvalue:.3f}")
-        failed = c.failures()
+        model = " ".join(f"{v:.1f}" for v in c.spread_expected)
+        record = " ".join(f"{v:.0f}" for v in c.spread_recorded)
+        row.append(f"{model} vs {record}")
+        row.append(f"{c.spread_pvalue:.3f}")
         if not c.held_out:
             row.append("not a validation")
+        elif c in validation.folds:  # a fold: its tests after Holm over every fold's tests
+            failed = c.rejected()
+            low = min(c.adjusted.values()) if c.adjusted else math.nan
+            row.append(f"ok (Holm p ≥ {low:.2f})" if not failed else "FAILS " + ", ".join(failed))
         else:
+            failed = c.failures()
             row.append("ok" if not failed else "FAILS " + ", ".join(failed))
         rows.append(row)
     e = validation.effect
     notes = [
         "cells: model vs record, then the record's 95 % interval (bootstrap over tasks); "
         "KS: two-sample Kolmogorov-Smirnov test of tool calls per run",
-        "each fold is predicted by the model fitted on the other folds; the verdict is the "
-        "pooled held-out row (every task predicted once by a fit that never saw it)",
+        "each fold is predicted by the model fitted on the other folds; the verdict: the "
+        "pooled held-out row (every task predicted once by a fit that never saw it) passes "
+        "every check at 5 %, and no fold test (pass^k, both lengths, KS, spread: parametric "
+        "p-values from simulated records) is rejected by Holm over all folds' tests at 5 %",
+        "spread: tasks by successes out of their first runs, model (expected) vs record; "
+        "the spread test: the variance over tasks of their successes, p from simulated records",
         f"fit on all tasks: task_effect_mean {e.mean:.3f}, task_effect_slope {e.slope:.3f}, "
         f"task_effect_sd {e.sd:.3f}"
         + (" (homogeneous: slope and sd fixed at 0)" if validation.homogeneous else "")

@@ -86,3 +86,31 @@ def test_tool_chain_records_its_features_and_a_wrong_write_is_fatal():
     task._apply(Action.of("write", key="wrong 0"))
     assert not task.feasible and not task.complete
     assert task.observe().visible_progress == pytest.approx(1 / 6)  # it looks like a step done
+
+
+def test_tool_chain_stretched_to_a_recorded_action_count():
+    """``actions``: leading lookups make up what the writes lack of it; reads come on top."""
+    rngs = streams(episode_seed(0, 0))
+    # 2 writes of 1 lookup + 1 write each: 4 actions; stretched to 9, plus 2 reads on top
+    task = environments.make(
+        "tool_chain", write_weights=[0, 0, 1], reads=2, reads_per_write=1, actions=9
+    )
+    task.reset(simpy.Environment(), rngs.task, rngs.tools)
+    assert task.features == {"write_actions": 2, "actions": 2 + 5 + 4}
+    # a count the writes already exceed adds nothing
+    short = environments.make(
+        "tool_chain", write_weights=[0, 0, 1], reads=2, reads_per_write=1, actions=3
+    )
+    short.reset(simpy.Environment(), rngs.task, rngs.tools)
+    assert short.features == {"write_actions": 2, "actions": 6}
+
+
+def test_tool_chain_stretching_draws_nothing_more():
+    """``actions`` = 0 adds no lookup and no draw: the worlds are those without it."""
+    plain = environments.make("tool_chain", reads=0, reads_max=3)
+    unset = environments.make("tool_chain", reads=0, reads_max=3, actions=0)
+    for i in range(20):
+        for task in (plain, unset):
+            rngs = streams(episode_seed(5, i))
+            task.reset(simpy.Environment(), rngs.task, rngs.tools)
+        assert plain.features == unset.features

@@ -35,7 +35,8 @@ def _record(tmp_path_factory, name: str, changes: dict, worlds: int = 60) -> h.R
 
 @pytest.fixture(scope="module")
 def table():
-    return h.build_table(load_spec(MODEL), FEATURES, "write_actions", episodes=24, seed=0)
+    # the calibrate default: with 24 a cell the table's own noise makes the model's records fail
+    return h.build_table(load_spec(MODEL), FEATURES, "write_actions", episodes=48, seed=0)
 
 
 @pytest.fixture(scope="module")
@@ -82,9 +83,33 @@ def test_the_record_statistics_are_taubenchs():
     assert s.success_calls == pytest.approx(21 / 6) and s.failure_calls == pytest.approx(6.0)
 
 
+def test_the_spread_is_the_variance_of_successes_per_task():
+    y = np.array([[1, 1, 0, 0, 1, 1, 1, 1, 0, 0, 0, 1]], dtype=bool)  # tasks of 4, 4, 4 runs
+    hist = h.success_histogram(y, [4, 4, 4], 4)
+    assert hist.tolist() == [[0, 1, 1, 0, 1]]  # 2, 4 and 1 successes
+    assert h.spread(hist)[0] == pytest.approx(np.var([2, 4, 1]))
+    assert h.success_histogram(y, [4, 4, 4], 2).tolist() == [[1, 0, 2]]  # first 2 runs: 2, 2, 0
+
+
+def test_parametric_pvalues_rank_the_record_among_the_simulated():
+    sims = {"pass^1": np.arange(1.0, 100.0), h.KS: np.arange(1.0, 100.0)}
+    obs = {"pass^1": np.array([5.0]), h.KS: np.array([5.0])}
+    p = h.parametric_pvalues(obs, sims)
+    assert p["pass^1"] == pytest.approx(2 * 6 / 100)  # two-sided: 5 of 99 at or below, + 1
+    assert p[h.KS] == pytest.approx(96 / 100)  # one-sided: 95 at or above, + 1
+    nan = h.parametric_pvalues({"pass^1": np.array([math.nan])}, {"pass^1": np.ones(9)})
+    assert nan["pass^1"] == 1.0
+
+
 def test_a_record_of_the_model_fits_on_held_out_tasks(own, table):
     v = h.validate(own, table, folds=5, seed=0)
-    assert v.fits, v.pooled.failures()
+    assert v.fits, v.failures()
+    # the fold verdict: 8 tests a fold, Holm-adjusted over all 40 together
+    assert all(len(c.adjusted) == 8 for c in v.folds)
+    raw = [p for c in v.folds for p in c.pvalues.values()]
+    assert min(p for c in v.folds for p in c.adjusted.values()) == pytest.approx(
+        min(1.0, 40 * min(raw))
+    )
     assert v.effect.slope < 0  # harder with more writes, as the truth
     assert 0.5 < v.effect.sd < 3.0
     assert not v.in_sample.held_out and len(v.folds) == 5
@@ -93,10 +118,26 @@ def test_a_record_of_the_model_fits_on_held_out_tasks(own, table):
 def test_a_homogeneous_fit_of_bimodal_tasks_is_detected(bimodal, table):
     wrong = h.validate(bimodal, table, folds=5, seed=0, homogeneous=True)
     assert not wrong.fits
-    # all-or-nothing tasks: one shift for all cannot give the record's pass^k together
+    # all-or-nothing tasks: one shift for all cannot give the record's pass^k together,
+    # nor its spread of successes over tasks
     assert any(name.startswith("pass^") for name in wrong.pooled.failures())
+    assert h.SPREAD in wrong.pooled.failures()
+    assert any(h.SPREAD in c.rejected() for c in wrong.folds)  # and fold by fold, after Holm
     right = h.validate(bimodal, table, folds=5, seed=0)
-    assert right.fits, right.pooled.failures()
+    assert right.fits, right.failures()
+
+
+def test_too_little_spread_is_detected(tmp_path_factory, table):
+    """A truth with no task effect, fitted with the spread fixed large: too little spread."""
+    flat = _record(tmp_path_factory, "flat", {"agent.params.task_effect_mean": 1.0})
+    v = h.validate(flat, table, folds=5, seed=0)
+    forced = h.Fitted(v.fitted.structure, table, h.Effect(v.effect.mean, 0.0, 4.0), math.nan)
+    check = h._check("forced", [(flat.tasks, forced)], 4, np.random.default_rng(0))
+    assert h.SPREAD in check.failures()
+    recorded, expected = (
+        h.spread(np.array([c])) for c in (check.spread_recorded, check.spread_expected)
+    )
+    assert recorded < expected  # rejected in the lower tail: fewer all-or-nothing tasks
 
 
 def test_lengths_the_model_cannot_produce_are_detected(tmp_path_factory, table):

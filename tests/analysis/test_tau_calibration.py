@@ -26,7 +26,12 @@ def imported(tmp_path_factory) -> Path:
     return out
 
 
-def test_the_heterogeneous_model_fits_the_real_record_on_held_out_tasks(imported, capsys):
+def test_the_heterogeneous_model_passes_pooled_but_fails_fold_one(imported, capsys):
+    """The stated verdict (docs/calibration.md): pooled row and every fold under Holm.
+
+    The pooled held-out row passes; fold 1's successes without writes are longer than the
+    model's 0-write worlds allow, which survives Holm over the 40 fold tests.
+    """
     model = str(EXPERIMENTS / "tau_airline_model.toml")
     assert main(["calibrate", str(imported), "--model", model]) == 0
     out = capsys.readouterr().out
@@ -34,5 +39,15 @@ def test_the_heterogeneous_model_fits_the_real_record_on_held_out_tasks(imported
     assert report["pooled_held_out"]["tasks"] == 35 and report["pooled_held_out"]["runs"] == 140
     assert report["pooled_held_out"]["recorded"]["pass_k"][0] == pytest.approx(0.45)
     assert report["pooled_held_out"]["recorded"]["pass_k"][3] == pytest.approx(0.2)
-    assert report["fits"], report["pooled_held_out"]["failed"]
-    assert "fits: every held-out check passed" in out
+    assert report["pooled_held_out"]["failed"] == []
+    assert report["failed"] == ["fold 1 success tool calls", "fold 1 KS tool calls"]
+    assert not report["fits"]
+    assert "does NOT fit on held-out tasks: fold 1 success tool calls" in out
+
+
+def test_a_homogeneous_model_fails_the_spread_check_on_the_real_record(imported):
+    model = str(EXPERIMENTS / "tau_airline_model.toml")
+    assert main(["calibrate", str(imported), "--model", model, "--homogeneous"]) == 0
+    report = json.loads((imported / "calibration.json").read_text())["validation"]
+    assert "spread of successes per task" in report["pooled_held_out"]["failed"]
+    assert report["pooled_held_out"]["spread_recorded"] == [9, 7, 8, 4, 7]  # the README's

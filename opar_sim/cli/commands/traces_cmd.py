@@ -1,18 +1,24 @@
-"""``opar-sim traces import FILE --format tau-bench|openai-chat --out RUNDIR``.
+"""``opar-sim traces import FILE --format tau-bench|openai-chat --out RUNDIR``, ``traces compare``.
 
-Turns recorded agent conversations into an ordinary run directory (see
+``import`` turns recorded agent conversations into an ordinary run directory (see
 ``opar_sim.traces`` and docs/traces.md), which ``replay --laws``, ``advise`` and
-``calibrate`` read.
+``calibrate`` read.  ``compare RUNDIR RUNDIR ...`` prints what the runs of each
+look like side by side (``opar_sim.traces.compare``): an imported record next to
+a run recorded by opar-sim (e.g. the embedded LLM's), which needs no import.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 from pathlib import Path
 
 from rich.console import Console
 
+from opar_sim.analysis.stopping import parse_laws
+from opar_sim.cli.tables import TextTable
 from opar_sim.traces import FORMATS, import_traces
+from opar_sim.traces.compare import profile
 
 NAME = "traces"
 HELP = "import recorded agent runs (tau-bench, OpenAI chat) into a run directory"
@@ -27,14 +33,26 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     imp.add_argument("--out", required=True, type=Path, help="the run directory to create")
     imp.add_argument("--agent", help="the model's name (default: from a tau-bench file name)")
     imp.add_argument("--task", help="the task family (default: tau-bench/DOMAIN from the name)")
+    cmp = sub.add_parser("compare", help="compare the runs of several run directories")
+    cmp.add_argument("rundirs", nargs="+", type=Path, help="run directories (imported or not)")
+    cmp.add_argument(
+        "--laws",
+        default=COMPARE_LAWS,
+        help=f"trace laws to replay on each, as replay --laws takes them (default {COMPARE_LAWS})",
+    )
+
+
+COMPARE_LAWS = "steps:4,steps:6,calls:4,calls:8,calls:12,repeat:2,repeat:3,errors:1"
 
 
 def run(args: argparse.Namespace, console: Console) -> int:
-    """Import the file and print what was written.
+    """Import the file and print what was written, or compare run directories.
 
     Returns:
         0; a record that does not fit its format exits 2 with one line naming it.
     """
+    if args.action == "compare":
+        return _compare(args, console)
     result = import_traces(args.file, args.fmt, args.out, agent=args.agent, task=args.task)
     stats = next(iter(result.summary.values()))
     console.print(
@@ -47,4 +65,42 @@ def run(args: argparse.Namespace, console: Console) -> int:
         ks = ", ".join(f"pass^{k} {v:.3f}" for k, v in stats["pass_hat_k"].items())
         console.print(ks, highlight=False)
     console.print(f"wrote {result.out}", highlight=False)
+    return 0
+
+
+def _compare(args: argparse.Namespace, console: Console) -> int:
+    """Print the comparison table, one column per run directory."""
+    laws = parse_laws(args.laws)
+    profiles = [profile(path, laws) for path in args.rundirs]
+    ks = min(len(p.pass_k) for p in profiles)
+
+    def num(value: float, fmt: str) -> str:
+        return "–" if math.isnan(value) else format(value, fmt)
+
+    rows = [
+        ["runs (tasks)", *(f"{p.runs} ({p.tasks})" for p in profiles)],
+        *([f"pass^{k + 1}", *(num(p.pass_k[k], ".3f") for p in profiles)] for k in range(ks)),
+        ["success rate", *(num(p.success_rate, ".3f") for p in profiles)],
+        ["turns, successes", *(num(p.turns_success, ".2f") for p in profiles)],
+        ["turns, failures", *(num(p.turns_failure, ".2f") for p in profiles)],
+        ["tool calls, successes", *(num(p.calls_success, ".2f") for p in profiles)],
+        ["tool calls, failures", *(num(p.calls_failure, ".2f") for p in profiles)],
+        ["runs repeating an identical call", *(num(p.repeat_share, ".3f") for p in profiles)],
+        ["tool errors a run", *(num(p.errors_per_run, ".2f") for p in profiles)],
+        ["runs with a tool error", *(num(p.error_share, ".3f") for p in profiles)],
+    ]
+    for i, law in enumerate(laws):
+        cells = []
+        for p in profiles:
+            r = p.laws[i]
+            kept = "–" if not r.successes else f"{r.kept}/{r.successes}"
+            cells.append(f"kept {kept}, saves {num(r.calls_saved.mean, '.0%')} of failed calls")
+        rows.append([law.name, *cells])
+    columns = ["", *(f"{p.agent} ({p.path})" for p in profiles)]
+    notes = [
+        "pass^k: τ-bench's estimator over the trials of each task; a law keeps a success when "
+        "it stops at or after the turn that decided it; saves: share of the failed runs' tool "
+        "calls it cuts (replay --laws has the intervals)",
+    ]
+    console.print(TextTable("recorded runs side by side", columns, rows, notes, left=1).to_rich())
     return 0
