@@ -23,14 +23,22 @@ The model
     expert's; flight_booking's fit on tuning seed 100 is 0.37 + 0.35·q).
     *Progress.*  The task needs ``stages`` productive steps; m, the productive
     steps seen (capped at ``stages``), is observed.  When m reaches ``stages``
-    the task is complete with the chance ``rho`` (else a productive-looking step
-    was a wrong booking or a redo); from then on a hidden bit Z (complete or
-    not) is tracked from the δ_task readings: Z = 1 reads N(1 + bias, noise),
-    Z = 0 reads N(``incomplete_level`` + bias, √(noise² + ``incomplete_spread``²)),
-    both clipped to [0, 1] and read in ``reading_bins`` equal bins.  While
-    Z = 0, a non-failed step completes the task with the chance
-    ``done_progress``·``rho``; while Z = 1, a non-failed step undoes it (a wrong
-    cancel) with the chance ``undo``.
+    the task *looks complete* (Z = 1: the agent sees the best flight booked,
+    right payment) with the chance ρ(q_e) = ``rho_base`` + ``rho_gain``·q_e,
+    averaged over the plan's posterior (q_e: the effective quality at that
+    step); from then on the hidden bit Z is tracked from the δ_task readings:
+    Z = 1 reads N(1 + bias, noise), Z = 0 reads N(``incomplete_level`` + bias,
+    √(noise² + ``incomplete_spread``²)), both clipped to [0, 1] and read in
+    ``reading_bins`` equal bins plus one bin each for exactly 0 and exactly 1
+    (the clipped masses).  At ``stages`` the plan is remembered by the class of
+    its posterior mean on entry (``quality_classes`` classes; a REPLAN there
+    moves to the replan prior's class): while Z = 0 a non-failed step makes it
+    look complete with the chance ``done_base`` + ``done_gain``·q_e, looks
+    productive without it with the chance ``spurious``, and while Z = 1 a
+    non-failed step undoes it (a cancel) with the chance ``undo_base`` +
+    ``undo_gain``·q_e (q_e of the class, decayed, floored; all clipped).  A task
+    that looks complete is complete with the chance ``kappa_base`` (the best
+    flight can sit on an unread page).
     *Limits and objective.*  At most ``max_steps`` steps; a step is not started
     when the loop's worst-case token check would fail (modelled from the
     agent's token knobs); the objective is the tuner's per episode:
@@ -38,28 +46,32 @@ The model
 
 The solution
     Below ``stages`` the belief is (t, replans, m, a, b), all observed, and
-    the values are arrays; at ``stages`` the belief is P(Z = 1), and the value
-    of each (t, replans) is the upper envelope of lines in P(Z = 1), computed
-    exactly (1-D alpha vectors, pruned to the envelope).  The value is thus
-    the exact optimum of the model with its reading bins, and
+    the values are arrays; at ``stages`` the belief is P(Z = 1) and the plan's
+    class, and the value of each (t, replans, class) is a set of lines in
+    P(Z = 1) (1-D alpha vectors; exact envelopes with ``belief_points`` = 0,
+    point-based backups on that many beliefs otherwise).  The value is the
+    optimum of the model with its reading bins, and
     ``tests/controllers/test_bayes.py`` checks it against an exhaustive search
     over the history tree.  Solved once per model and cached in-process.
 
-What it covers and what it approximates (exactly, see docs/bayes.md)
+What it covers and what it approximates (measured in docs/bayes.md)
     Covered: the plan-quality prior and the critique gain, tool failures and
     timeouts, context decay and its quality floor (on a modelled context size),
     the self-assessment bias and noise, the step and token limits, the
-    REPLAN's extra tokens, the objective's weights.
+    REPLAN's extra tokens, the objective's weights.  The time budget never
+    binds on flight_booking (the slowest of 600 episodes used 287 of 600 s).
     Approximated: the task's structure (a chain of ``stages`` visibly
-    productive steps, with ``productive_base``, ``productive_gain``, ``rho``,
-    ``done_progress``, ``undo`` and the incomplete reading fitted on
-    flight_booking's tuning seed 100); the
-    posterior of q ignores that each step had its own decay (decay scales the
-    prediction, not the update); the context of a step counts r replans as
-    r·(plan − continue) tokens whatever their timing; the replan-rate term is
-    charged as replan_rate/max_steps per REPLAN; readings below ``stages`` are
-    not used; world changes (fare rises) are folded into the unproductive and
-    failed steps; the time budget and memory compression are not modelled.
+    productive steps, then a two-state chain; every rate linear in the plan's
+    quality, fitted on flight_booking's tuning seed 100); the task at
+    ``stages`` but not looking complete is one state, although a wrong booking
+    (visible 0.8) reads high again and again where a missing shortlist reads
+    low: its readings are taken as independent given Z; the plan's quality is
+    not updated at ``stages``; the posterior of q ignores that each step had
+    its own decay (decay scales the prediction, not the update); the context
+    of a step counts r replans as r·(plan − continue) tokens whatever their
+    timing; the replan-rate term is charged as replan_rate/max_steps per
+    REPLAN; readings below ``stages`` are not used; world changes (fare rises)
+    are folded into the fitted rates; memory compression is not modelled.
 """
 
 from __future__ import annotations
@@ -104,7 +116,9 @@ TOOL_DEFAULTS: dict[str, float] = {
 RESULT_TOKEN_CAP = 200  # the agent's cap on a result in the context (worst-case check)
 FAILED_ACT = 0.35  # δ_act below this: the step failed (the agent reads 0.1 for a failure)
 EPS = 1e-12
+Lines = tuple[np.ndarray, np.ndarray]  # 1-D alpha vectors: values at P(Z = 1) = 0 and 1
 _READINGS: dict[Any, tuple[np.ndarray, np.ndarray]] = {}
+_REPLAN_CLASS: dict[Any, int] = {}
 
 
 @dataclass(frozen=True)
@@ -126,15 +140,22 @@ class BayesModel:
     productive_base: float = 0.0
     productive_gain: float = 1.0
     stages: int = 4
-    rho: float = 0.5
-    done_progress: float = 0.4
-    undo: float = 0.11
+    rho_base: float = 0.5
+    rho_gain: float = 0.0
+    done_base: float = 0.2
+    done_gain: float = 0.0
+    spurious: float = 0.2
+    undo_base: float = 0.11
+    undo_gain: float = 0.0
+    kappa_base: float = 1.0
+    kappa_gain: float = 0.0
+    quality_classes: int = 10
     bias: float = 0.05
     noise: float = 0.1
     incomplete_level: float = 0.5
     incomplete_spread: float = 0.2
     reading_bins: int = 20
-    belief_points: int = 257  # point-based backups at these beliefs (0: exact envelopes)
+    belief_points: int = 65  # point-based backups at these beliefs (0: exact envelopes)
     context_knee: float = 2500.0
     context_decay: float = 0.5
     system_tokens: int = 300
@@ -156,16 +177,23 @@ class BayesModel:
         return found
 
     def _reading_probs(self) -> tuple[np.ndarray, np.ndarray]:
+        # the clipped masses at exactly 0 and exactly 1 are bins of their own (an
+        # over-confident agent reads a done task as exactly 1 most of the time)
         edges = np.linspace(0.0, 1.0, self.reading_bins + 1)
-        edges[0], edges[-1] = -math.inf, math.inf
         s0 = math.hypot(self.noise, self.incomplete_spread)
-        p0 = np.diff(_normal_cdf(edges, self.incomplete_level + self.bias, s0))
-        p1 = np.diff(_normal_cdf(edges, 1.0 + self.bias, self.noise))
-        return np.maximum(p0, 1e-300), np.maximum(p1, 1e-300)
+        out = []
+        for mu, sd in ((self.incomplete_level + self.bias, s0), (1.0 + self.bias, self.noise)):
+            cdf = _normal_cdf(edges, mu, sd)
+            out.append(np.concatenate([[cdf[0]], np.diff(cdf), [1.0 - cdf[-1]]]))
+        return np.maximum(out[0], 1e-300), np.maximum(out[1], 1e-300)
 
     def reading_bin(self, delta_task: float) -> int:
-        """The bin of a δ_task reading."""
-        return min(self.reading_bins - 1, max(0, int(delta_task * self.reading_bins)))
+        """The bin of a δ_task reading: 0 for exactly 0, the last for exactly 1."""
+        if delta_task <= 0.0:
+            return 0
+        if delta_task >= 1.0:
+            return self.reading_bins + 1
+        return 1 + min(self.reading_bins - 1, int(delta_task * self.reading_bins))
 
     # -- plan quality ----------------------------------------------------------------
     def prior(self, replanned: bool) -> tuple[np.ndarray, np.ndarray]:
@@ -242,6 +270,49 @@ class BayesModel:
             return 1.0
         return 1.0 - self.context_decay * excess / self.context_knee
 
+    # -- the task at ``stages``: rates linear in the plan's effective quality ------------
+    def rho_of(self, qe: np.ndarray | float) -> np.ndarray:
+        """P(complete) on reaching ``stages``, at effective quality ``qe``."""
+        return np.clip(self.rho_base + self.rho_gain * np.asarray(qe, dtype=float), 0.0, 1.0)
+
+    def quality_class(self, mean: float) -> int:
+        """The class of a plan's posterior mean quality (what ``stages`` remembers of it)."""
+        return min(self.quality_classes - 1, max(0, int(mean * self.quality_classes)))
+
+    def kappa(self, c: int) -> float:
+        """P(complete | the task looks complete), for a plan of class ``c``."""
+        q = (c + 0.5) / self.quality_classes
+        return min(1.0, max(0.0, self.kappa_base + self.kappa_gain * q))
+
+    def terminal(self, c: int) -> Lines:
+        """The line of TERMINATE at ``stages`` (the value at Z = 0 and at Z = 1)."""
+        return np.array([-self.w_failure]), np.array([-self.w_failure * (1.0 - self.kappa(c))])
+
+    def replan_class(self) -> int:
+        """The class of a replan's prior mean quality."""
+        found = _REPLAN_CLASS.get(self)
+        if found is None:
+            support, w = self.prior(True)
+            found = _REPLAN_CLASS[self] = self.quality_class(float(support @ w))
+        return found
+
+    def stage_rates(
+        self, c: int, step: int, replans: int, fresh: bool
+    ) -> tuple[float, float, float]:
+        """(done, spurious, undo) of a non-failed step at ``stages``, plan class ``c``.
+
+        done: an incomplete task is completed; spurious: it looks productive but is
+        not complete; undo: a complete task is undone.  Linear in the class's
+        effective quality max(floor, q_c · decay), clipped.
+        """
+        qe = max(
+            self.quality_floor, (c + 0.5) / self.quality_classes * self.decay(step, replans, fresh)
+        )
+        done = min(1.0, max(0.0, self.done_base + self.done_gain * qe))
+        spur = min(1.0 - done, max(0.0, self.spurious))
+        undo = min(1.0, max(0.0, self.undo_base + self.undo_gain * qe))
+        return done, spur, undo
+
 
 def _normal_cdf(x: np.ndarray, mu: float, sigma: float) -> np.ndarray:
     from math import erf
@@ -258,7 +329,6 @@ def _normal_cdf(x: np.ndarray, mu: float, sigma: float) -> np.ndarray:
 
 
 # -- 1-D alpha vectors: lines v(p) = (1 − p)·v0 + p·v1 on [0, 1] ---------------------------
-Lines = tuple[np.ndarray, np.ndarray]
 
 
 def envelope(v0: np.ndarray, v1: np.ndarray, points: int = 0) -> Lines:
@@ -345,8 +415,7 @@ class Solution:
 
     model: BayesModel
     below: np.ndarray  # [t, r, m, a, b]: value at the Reflect after step t
-    at_stages: list[list[Lines]]  # [t][r]: the envelope in P(Z = 1)
-    entry: np.ndarray  # [t, r]: value on reaching ``stages`` at step t (reading averaged)
+    at_stages: list[list[list[Lines]]]  # [t][r][class]: the envelope in P(Z = 1)
     seconds: float = 0.0
 
     def start_value(self) -> float:
@@ -354,31 +423,71 @@ class Solution:
         return float(_step_values(self, 0, 0, fresh=True, first=True)[0][0, 0, 0])
 
 
-def _theta(
-    m: BayesModel,
-    tables: dict[bool, Any],
-    step: int,
-    r: int,
-    fresh: bool,
-    replanned: bool,
-) -> np.ndarray:
-    """P(productive | a, b) at step ``step`` (array over a, b)."""
-    support, post = tables[replanned]
-    d = m.decay(step, r, fresh)
-    eff = m.productive_base + m.productive_gain * np.maximum(m.quality_floor, support * d)
-    out: np.ndarray = post @ eff
+@dataclass
+class _Tables:
+    support: dict[bool, np.ndarray]
+    post: dict[bool, np.ndarray]  # [a, b, quality value]
+    classes: dict[bool, np.ndarray]  # [a, b]: the class of the posterior mean
+
+
+_TABLES: dict[BayesModel, _Tables] = {}
+
+
+def _tables(model: BayesModel) -> _Tables:
+    found = _TABLES.get(model)
+    if found is None:
+        support, post, classes = {}, {}, {}
+        for kind in (False, True):
+            support[kind], post[kind] = model.posterior_table(kind)
+            mean = post[kind] @ support[kind]
+            classes[kind] = np.minimum(
+                model.quality_classes - 1, (mean * model.quality_classes).astype(int)
+            )
+        found = _TABLES[model] = _Tables(support, post, classes)
+    return found
+
+
+def _effective(m: BayesModel, support: np.ndarray, step: int, r: int, fresh: bool) -> np.ndarray:
+    out: np.ndarray = np.maximum(m.quality_floor, support * m.decay(step, r, fresh))
     return out
 
 
-_TABLES: dict[BayesModel, dict[bool, Any]] = {}
+def _theta(
+    m: BayesModel, tab: _Tables, step: int, r: int, fresh: bool, replanned: bool
+) -> np.ndarray:
+    """P(productive | a, b) at step ``step`` (array over a, b)."""
+    eff = m.productive_base + m.productive_gain * _effective(
+        m, tab.support[replanned], step, r, fresh
+    )
+    out: np.ndarray = tab.post[replanned] @ eff
+    return out
 
 
-def _tables(model: BayesModel) -> dict[bool, Any]:
-    found = _TABLES.get(model)
-    if found is None:
-        found = {False: model.posterior_table(False), True: model.posterior_table(True)}
-        _TABLES[model] = found
-    return found
+def _rho(
+    m: BayesModel, tab: _Tables, step: int, r: int, fresh: bool, replanned: bool
+) -> np.ndarray:
+    """P(complete | a, b) when step ``step`` reaches ``stages`` (the posterior's expectation)."""
+    out: np.ndarray = tab.post[replanned] @ m.rho_of(
+        _effective(m, tab.support[replanned], step, r, fresh)
+    )
+    return out
+
+
+def _entry_values(
+    sol: Solution, j: int, r_after: int, rho: np.ndarray, cls: np.ndarray
+) -> np.ndarray:
+    """Value on reaching ``stages`` at step j, before its reading, per cell of ``rho``/``cls``."""
+    o0, o1 = sol.model.reading_probs()
+    out = np.empty(rho.shape)
+    for c in np.unique(cls):
+        v0, v1 = sol.at_stages[j][r_after][int(c)]
+        idx = cls == c
+        rr = rho[idx][:, None, None]
+        vals = rr * (o1[None, :, None] * v1[None, None, :]) + (1 - rr) * (
+            o0[None, :, None] * v0[None, None, :]
+        )
+        out[idx] = vals.max(axis=2).sum(axis=1)
+    return out
 
 
 def _step_values(
@@ -387,8 +496,8 @@ def _step_values(
     """Values below ``stages`` of taking step t + 1 from the Reflect after step t.
 
     ``fresh``: the step runs a new plan (a REPLAN, or the episode's first step when
-    ``first``); returns the value array over (m, a, b) (constant in a, b when fresh)
-    and the value at ``stages`` is not included (see ``_stage_lines``).
+    ``first``); returns the value array over (m, a, b) (constant in a, b when fresh);
+    reaching ``stages`` is valued by ``_entry_values``.
     """
     model = sol.model
     j = t + 1
@@ -400,7 +509,10 @@ def _step_values(
     if fresh and not first:
         cost += model.w_replan / model.horizon
     replanned = r_after > 0
-    theta = _theta(model, _tables(model), j, r, fresh, replanned)  # [a, b]
+    tab = _tables(model)
+    theta = _theta(model, tab, j, r, fresh, replanned)  # [a, b]
+    rho = _rho(model, tab, j, r, fresh, replanned)
+    cls = tab.classes[replanned]
     nxt = sol.below[j, r_after]  # [m, a, b]
     k = model.stages
     phi = model.fail
@@ -410,7 +522,7 @@ def _step_values(
         unprod = nxt[:, 0, 1]
         prod = np.empty(k)
         prod[: k - 1] = nxt[1:, 1, 0]
-        prod[k - 1] = sol.entry[j, r_after]
+        prod[k - 1] = _entry_values(sol, j, r_after, rho[1:2, 0:1], cls[1:2, 0:1])[0, 0]
         q = -cost + phi * stay + (1 - phi) * (th * prod + (1 - th) * unprod)
         return np.broadcast_to(q[:, None, None], nxt.shape).copy(), -cost
     stay = nxt
@@ -420,27 +532,38 @@ def _step_values(
     prod = np.empty_like(nxt)
     prod[: k - 1, :-1, :] = nxt[1:, 1:, :]
     prod[: k - 1, -1, :] = nxt[1:, -1, :]
-    prod[k - 1] = sol.entry[j, r_after]
+    entry = _entry_values(sol, j, r_after, rho, cls)  # at the counts after the step
+    prod[k - 1, :-1, :] = entry[1:, :]
+    prod[k - 1, -1, :] = entry[-1, :]
     q = -cost + phi * stay + (1 - phi) * (theta[None] * prod + (1 - theta[None]) * unprod)
     return q, -cost
 
 
-def _projection_matrices(model: BayesModel) -> np.ndarray:
+def _projection_matrices(model: BayesModel, rates: tuple[float, float, float]) -> np.ndarray:
     """For every (outcome, reading bin): the 2×2 map of next lines to projected lines.
 
     Row z, column z' is P(outcome, Z' = z', reading | Z = z): a projected line is
     (g0, g1) = M · (α0, α1).  Outcomes: failed (Z unchanged), productive (only from
-    Z = 0: complete with chance ``rho``), unproductive (Z = 1 undone with chance ``undo``).
+    Z = 0: complete with chance ``done``, else ``spurious``), unproductive (Z = 1
+    undone with chance ``undo``).
     """
+    found = _MATS.get((model, rates))
+    if found is not None:
+        return found
     o0, o1 = model.reading_probs()
-    phi, th, rho, u = model.fail, model.done_progress, model.rho, model.undo
+    phi = model.fail
+    done, spur, u = rates
     out = []
-    for y in range(model.reading_bins):
+    for y in range(len(o0)):
         out.append([[phi * o0[y], 0.0], [0.0, phi * o1[y]]])
         go = 1 - phi  # the step ran
-        out.append([[go * th * (1 - rho) * o0[y], go * th * rho * o1[y]], [0.0, 0.0]])
-        out.append([[go * (1 - th) * o0[y], 0.0], [go * u * o0[y], go * (1 - u) * o1[y]]])
-    return np.asarray(out)
+        out.append([[go * spur * o0[y], go * done * o1[y]], [0.0, 0.0]])
+        out.append([[go * (1 - done - spur) * o0[y], 0.0], [go * u * o0[y], go * (1 - u) * o1[y]]])
+    found = _MATS[(model, rates)] = np.asarray(out)
+    return found
+
+
+_MATS: dict[tuple[BayesModel, tuple[float, float, float]], np.ndarray] = {}
 
 
 def _backup_exact(mats: np.ndarray, nxt: Lines, points: int) -> Lines:
@@ -458,39 +581,33 @@ def _backup_points(mats: np.ndarray, nxt: Lines, points: int) -> Lines:
     """Point-based backup: at each belief of the grid, the best projected line per outcome."""
     grid = np.linspace(0.0, 1.0, points)
     a0, a1 = nxt
-    v0 = np.zeros(points)
-    v1 = np.zeros(points)
-    for mat in mats:
-        g0 = mat[0, 0] * a0 + mat[0, 1] * a1
-        g1 = mat[1, 0] * a0 + mat[1, 1] * a1
-        best = np.argmax(np.outer(1 - grid, g0) + np.outer(grid, g1), axis=1)
-        v0 += g0[best]
-        v1 += g1[best]
+    g0 = mats[:, 0, 0, None] * a0[None] + mats[:, 0, 1, None] * a1[None]  # [outcome, line]
+    g1 = mats[:, 1, 0, None] * a0[None] + mats[:, 1, 1, None] * a1[None]
+    vals = (1 - grid)[None, :, None] * g0[:, None, :] + grid[None, :, None] * g1[:, None, :]
+    best = np.argmax(vals, axis=2)  # [outcome, belief]
+    v0 = np.take_along_axis(g0, best, axis=1).sum(axis=0)
+    v1 = np.take_along_axis(g1, best, axis=1).sum(axis=0)
     return v0, v1
 
 
-def _stage_lines(sol: Solution, t: int, r: int, fresh: bool) -> Lines:
-    """The lines of CONTINUE (or REPLAN) at ``stages`` from the Reflect after step t."""
+def _stage_lines(sol: Solution, t: int, r: int, fresh: bool, c: int) -> Lines:
+    """The lines of CONTINUE (or REPLAN) at ``stages``, plan class ``c``, after step t."""
     model = sol.model
     j = t + 1
     if not model.can_start(j, r, fresh):
         return np.array([-model.w_failure]), np.array([-model.w_failure])
     r_after = r + 1 if fresh else r
+    c_next = model.replan_class() if fresh else c
     cost = model.w_tokens * model.step_tokens(j, r, fresh)
     if fresh:
         cost += model.w_replan / model.horizon
-    mats = _MATS.get(model)
-    if mats is None:
-        mats = _MATS[model] = _projection_matrices(model)
-    nxt = sol.at_stages[j][r_after]
+    mats = _projection_matrices(model, model.stage_rates(c_next, j, r, fresh))
+    nxt = sol.at_stages[j][r_after][c_next]
     if model.belief_points:
         total = _backup_points(mats, nxt, model.belief_points)
     else:
         total = _backup_exact(mats, nxt, 0)
     return total[0] - cost, total[1] - cost
-
-
-_MATS: dict[BayesModel, np.ndarray] = {}
 
 
 def _best_lines(lines: Lines, points: int) -> Lines:
@@ -514,26 +631,26 @@ def solve(model: BayesModel) -> Solution:
     import time
 
     start = time.perf_counter()
-    h, k = model.horizon, model.stages
+    h, k, nc = model.horizon, model.stages, model.quality_classes
     n = h + 2
     below = np.full((h + 2, h + 2, k, n, n), -model.w_failure)
-    entry = np.full((h + 2, h + 2), -model.w_failure)
-    terminal: Lines = (np.array([-model.w_failure]), np.array([0.0]))
-    at_stages: list[list[Lines]] = [[terminal] * (h + 2) for _ in range(h + 2)]
-    sol = Solution(model, below, at_stages, entry)
-    o0, o1 = model.reading_probs()
+    terminals = [model.terminal(c) for c in range(nc)]
+    at_stages: list[list[list[Lines]]] = [
+        [list(terminals) for _ in range(h + 2)] for _ in range(h + 2)
+    ]
+    sol = Solution(model, below, at_stages)
     memo: dict[tuple[Any, ...], Lines] = {}
-    for t in range(h, 0, -1):
+    for t in range(h - 1, 0, -1):
         for r in range(0, min(t, h + 1)):
-            # at stages: envelopes in P(Z = 1); reuse identical backups across r
-            key = _stage_key(model, t, r, at_stages)
-            lines = memo.get(key)
-            if lines is None:
-                if t >= h:
-                    lines = terminal
-                else:
-                    cont = _stage_lines(sol, t, r, fresh=False)
-                    rep = _stage_lines(sol, t, r, fresh=True)
+            rep: Lines | None = None
+            for c in range(nc):
+                terminal = terminals[c]
+                key = (model.kappa(c), *_stage_key(model, t, r, c, at_stages))
+                lines = memo.get(key)
+                if lines is None:
+                    cont = _stage_lines(sol, t, r, False, c)
+                    if rep is None:
+                        rep = _stage_lines(sol, t, r, True, c)
                     lines = _best_lines(
                         (
                             np.concatenate([cont[0], rep[0], terminal[0]]),
@@ -541,17 +658,8 @@ def solve(model: BayesModel) -> Solution:
                         ),
                         model.belief_points,
                     )
-                memo[key] = lines
-            at_stages[t][r] = lines
-            v0, v1 = lines
-            rho = model.rho
-            entry[t, r] = float(
-                np.sum(np.max(rho * o1[:, None] * v1[None] + (1 - rho) * o0[:, None] * v0[None], 1))
-            )
-            # below stages: arrays over (m, a, b)
-            if t >= h:
-                below[t, r] = -model.w_failure
-                continue
+                    memo[key] = lines
+                at_stages[t][r][c] = lines
             cont_v, _ = _step_values(sol, t, r, fresh=False)
             rep_v, _ = _step_values(sol, t, r, fresh=True)
             below[t, r] = np.maximum(np.maximum(cont_v, rep_v), -model.w_failure)
@@ -559,16 +667,20 @@ def solve(model: BayesModel) -> Solution:
     return sol
 
 
-def _stage_key(model: BayesModel, t: int, r: int, at: list[list[Lines]]) -> tuple[Any, ...]:
-    """What the envelope at (t, r) depends on: costs, feasibility and the successors."""
-    if t >= model.horizon:
-        return ("terminal",)
+def _stage_key(
+    model: BayesModel, t: int, r: int, c: int, at: list[list[list[Lines]]]
+) -> tuple[Any, ...]:
+    """What the envelope at (t, r, c) depends on: costs, rates, feasibility, successors."""
     j = t + 1
-    parts: list[Any] = [t]
+    parts: list[Any] = []
     for fresh, r_after in ((False, r), (True, r + 1)):
-        parts.append(model.can_start(j, r, fresh))
-        parts.append(round(model.w_tokens * model.step_tokens(j, r, fresh), 12))
-        parts.append(id(at[j][min(r_after, len(at[j]) - 1)]))
+        c_next = model.replan_class() if fresh else c
+        ok = model.can_start(j, r, fresh)
+        parts.append(ok)
+        if ok:
+            parts.append(round(model.w_tokens * model.step_tokens(j, r, fresh), 12))
+            parts.append(model.stage_rates(c_next, j, r, fresh))
+            parts.append(id(at[j][min(r_after, len(at[j]) - 1)][c_next]))
     return tuple(parts)
 
 
@@ -642,16 +754,34 @@ def model_from(info: ModelInfo | None, overrides: Mapping[str, Any]) -> BayesMod
     return BayesModel(**fields)
 
 
+# the task structure fitted on flight_booking, tuning seed 100 (docs/bayes.md, "Fitting")
+FITTED: dict[str, float] = {
+    "productive_base": 0.36,
+    "productive_gain": 0.33,
+    "rho_base": 0.02,
+    "rho_gain": 0.69,
+    "done_base": -0.08,
+    "done_gain": 0.63,
+    "spurious": 0.19,
+    "undo_base": 0.41,
+    "undo_gain": -0.43,
+    "kappa_base": 0.97,
+    "kappa_gain": 0.0,
+    "incomplete_level": 0.535,
+    "incomplete_spread": 0.186,
+}
+
+
 class BayesReflector:
     """Bayes-optimal on the model: the decision of highest expected objective given the belief.
 
     Its parameters are the model's task structure and discretisation (the rest
     comes from the spec): ``stages``, ``productive_base``, ``productive_gain``,
-    ``rho``, ``done_progress``, ``undo``, ``incomplete_level``,
-    ``incomplete_spread``, ``reading_bins``, ``quality_points``, the context
-    model's ``goal_tokens``, ``observation_tokens`` and ``result_tokens``, the
-    reserve ``token_margin``, and ``productive_act``, the δ_act at or above
-    which a step counts as productive.
+    the rates at ``stages`` (``rho_*``, ``done_*``, ``spurious``, ``undo_*``),
+    ``incomplete_level``, ``incomplete_spread``, ``reading_bins``,
+    ``quality_points``, ``quality_classes``, the context model's ``goal_tokens``,
+    ``observation_tokens`` and ``result_tokens``, the reserve ``token_margin``,
+    and ``productive_act``, the δ_act at or above which a step counts as productive.
     """
 
     name = "bayes"
@@ -663,15 +793,22 @@ class BayesReflector:
     def __init__(
         self,
         stages: int = 4,
-        productive_base: float = 0.37,
-        productive_gain: float = 0.35,
-        rho: float = 0.5,
-        done_progress: float = 0.4,
-        undo: float = 0.11,
-        incomplete_level: float = 0.5,
-        incomplete_spread: float = 0.2,
+        productive_base: float = FITTED["productive_base"],
+        productive_gain: float = FITTED["productive_gain"],
+        rho_base: float = FITTED["rho_base"],
+        rho_gain: float = FITTED["rho_gain"],
+        done_base: float = FITTED["done_base"],
+        done_gain: float = FITTED["done_gain"],
+        spurious: float = FITTED["spurious"],
+        undo_base: float = FITTED["undo_base"],
+        undo_gain: float = FITTED["undo_gain"],
+        kappa_base: float = FITTED["kappa_base"],
+        kappa_gain: float = FITTED["kappa_gain"],
+        incomplete_level: float = FITTED["incomplete_level"],
+        incomplete_spread: float = FITTED["incomplete_spread"],
         reading_bins: int = 20,
         quality_points: int = 101,
+        quality_classes: int = 10,
         goal_tokens: int = 40,
         observation_tokens: int = 30,
         result_tokens: int = 20,
@@ -686,13 +823,20 @@ class BayesReflector:
             productive_base: P(productive) of a step at quality 0 (wrong actions that
                 still look productive).
             productive_gain: How much P(productive) rises with the effective quality.
-            rho: Chance that reaching ``stages`` is the true completion.
-            done_progress: Chance a non-failed step completes a task stuck at ``stages``.
-            undo: Chance a non-failed step undoes a completed task.
+            rho_base: P(complete) on reaching ``stages``, at effective quality 0.
+            rho_gain: Its rise with the effective quality.
+            done_base: P(a non-failed step completes a task at ``stages``), at quality 0.
+            done_gain: Its rise with the effective quality.
+            spurious: P(a non-failed step at ``stages`` looks productive, not completing).
+            undo_base: P(a non-failed step undoes a completed task), at quality 0.
+            undo_gain: Its change with the effective quality.
+            kappa_base: P(complete | the task looks complete), at plan quality 0.
+            kappa_gain: Its change with the plan's quality.
             incomplete_level: The visible progress of a task at ``stages`` but not done.
             incomplete_spread: Its spread beyond the agent's noise.
             reading_bins: Equal bins the δ_task readings are read in.
             quality_points: Points of the discretised plan-quality prior.
+            quality_classes: Classes of the plan's posterior mean kept at ``stages``.
             goal_tokens: Tokens of the goal in the context.
             observation_tokens: Tokens of an observation.
             result_tokens: Mean tokens of a tool result in the context.
@@ -703,27 +847,46 @@ class BayesReflector:
         require_unit(
             productive_base=productive_base,
             productive_gain=productive_gain,
-            rho=rho,
-            done_progress=done_progress,
-            undo=undo,
+            spurious=spurious,
             incomplete_level=incomplete_level,
             productive_act=productive_act,
         )
+        for name, value in (
+            ("rho_base", rho_base),
+            ("rho_gain", rho_gain),
+            ("done_base", done_base),
+            ("done_gain", done_gain),
+            ("undo_base", undo_base),
+            ("undo_gain", undo_gain),
+            ("kappa_base", kappa_base),
+            ("kappa_gain", kappa_gain),
+        ):
+            if not -1.0 <= value <= 1.0:
+                raise ValueError(f"{name} must be in [-1, 1], got {value}")
         if productive_base + productive_gain > 1.0:
             raise ValueError("productive_base + productive_gain must be <= 1")
-        if stages < 1 or reading_bins < 1 or quality_points < 2:
-            raise ValueError("stages and reading_bins must be >= 1, quality_points >= 2")
+        if stages < 1 or reading_bins < 1 or quality_points < 2 or quality_classes < 1:
+            raise ValueError(
+                "stages, reading_bins and quality_classes must be >= 1, quality_points >= 2"
+            )
         self.overrides: dict[str, Any] = {
             "stages": int(stages),
             "productive_base": productive_base,
             "productive_gain": productive_gain,
-            "rho": rho,
-            "done_progress": done_progress,
-            "undo": undo,
+            "rho_base": rho_base,
+            "rho_gain": rho_gain,
+            "done_base": done_base,
+            "done_gain": done_gain,
+            "spurious": spurious,
+            "undo_base": undo_base,
+            "undo_gain": undo_gain,
+            "kappa_base": kappa_base,
+            "kappa_gain": kappa_gain,
             "incomplete_level": incomplete_level,
             "incomplete_spread": incomplete_spread,
             "reading_bins": int(reading_bins),
             "quality_points": int(quality_points),
+            "quality_classes": int(quality_classes),
             "goal_tokens": int(goal_tokens),
             "observation_tokens": int(observation_tokens),
             "result_tokens": int(result_tokens),
@@ -767,10 +930,13 @@ class BayesReflector:
         self.a = 0
         self.b = 0
         self.p = 0.0
+        self.c = 0  # the plan's class at ``stages``
+        self._next = (1, 0, True)  # the coming step: (step, replans before it, fresh plan)
 
     def observe(self, evaluation: Evaluation, ctx: ReflectContext) -> None:
         """Update the belief with one step's evaluation (Bayes' rule on the model)."""
         model = self.model
+        j, r, fresh = self._next
         if ctx.plan_age == 1:  # a fresh plan ran this step: its counts start afresh
             self.a = self.b = 0
         failed = evaluation.delta_act < FAILED_ACT
@@ -787,15 +953,21 @@ class BayesReflector:
             self.m += 1
             if self.m < model.stages:
                 return
-            pre = model.rho
+            tab = _tables(model)
+            replanned = ctx.replans > 0
+            n = model.horizon + 1
+            a, b = min(self.a, n), min(self.b, n)
+            pre = float(_rho(model, tab, j, r, fresh, replanned)[a, b])
+            self.c = int(tab.classes[replanned][a, b])
         else:
-            p, th, u = self.p, model.done_progress, model.undo
+            done, spur, u = model.stage_rates(self.c, j, r, fresh)
+            p = self.p
             if failed:
                 pre = p
             elif productive:
-                pre = model.rho
+                pre = done / (done + spur) if done + spur > 0 else 0.0
             else:
-                pre = p * (1 - u) / (p + (1 - p) * (1 - th))
+                pre = p * (1 - u) / (p + (1 - p) * (1 - done - spur))
         num = pre * o1[y]
         self.p = float(num / (num + (1 - pre) * o0[y]))
 
@@ -803,7 +975,8 @@ class BayesReflector:
         """The expected value (minus the objective to come) of each decision now."""
         sol, model = self.solution, self.model
         t, r = ctx.step, min(ctx.replans, model.horizon)
-        stop = -model.w_failure * (1.0 - (self.p if self.m >= model.stages else 0.0))
+        done = self.p * model.kappa(self.c) if self.m >= model.stages else 0.0
+        stop = -model.w_failure * (1.0 - done)
         if t >= model.horizon:
             return {"continue": -model.w_failure, "replan": -model.w_failure, "terminate": stop}
         if self.m < model.stages:
@@ -811,8 +984,8 @@ class BayesReflector:
             cont = _step_values(sol, t, r, fresh=False)[0][self.m, a, b]
             rep = _step_values(sol, t, r, fresh=True)[0][self.m, a, b]
         else:
-            cont = evaluate(_stage_lines(sol, t, r, fresh=False), self.p)
-            rep = evaluate(_stage_lines(sol, t, r, fresh=True), self.p)
+            cont = evaluate(_stage_lines(sol, t, r, False, self.c), self.p)
+            rep = evaluate(_stage_lines(sol, t, r, True, self.c), self.p)
         return {"continue": float(cont), "replan": float(rep), "terminate": stop}
 
     def decide(self, evaluation: Evaluation, ctx: ReflectContext) -> Decision:
@@ -829,7 +1002,8 @@ class BayesReflector:
         self.observe(evaluation, ctx)
         v = self.values(ctx)
         terms = {
-            "p_done": self.p if self.m >= self.model.stages else 0.0,
+            "p_done": self.p * self.model.kappa(self.c) if self.m >= self.model.stages else 0.0,
+            "p_looks_done": self.p if self.m >= self.model.stages else 0.0,
             "stage": float(self.m),
             "productive": float(self.a),
             "unproductive": float(self.b),
@@ -838,10 +1012,15 @@ class BayesReflector:
             "value_terminate": v["terminate"],
         }
         best = max(v.values())
+        r = min(ctx.replans, self.model.horizon)
         if v["continue"] >= best - EPS:
+            self._next = (ctx.step + 1, r, False)
             return Decision(ControlSignal.CONTINUE, "continuing is worth most", terms)
         if v["replan"] >= best - EPS:
             self.a = self.b = 0
+            if self.m >= self.model.stages:
+                self.c = self.model.replan_class()
+            self._next = (ctx.step + 1, r, True)
             return Decision(ControlSignal.REPLAN, "a fresh plan is worth most", terms)
         if terms["p_done"] >= 0.5:
             return Decision(ControlSignal.TERMINATE, "goal reached: P(done) is high enough", terms)

@@ -33,9 +33,16 @@ TINY = BayesModel(
     w_replan=0.05,
     quality_points=5,
     stages=2,
-    rho=0.6,
-    done_progress=0.5,
-    undo=0.2,
+    rho_base=0.1,
+    rho_gain=0.7,
+    done_base=0.05,
+    done_gain=0.5,
+    spurious=0.2,
+    undo_base=0.3,
+    undo_gain=-0.25,
+    kappa_base=0.6,
+    kappa_gain=0.4,
+    quality_classes=3,
     reading_bins=3,
     belief_points=0,
     context_decay=0.0,
@@ -78,23 +85,24 @@ def _exhaustive(model: BayesModel) -> float:
 
     The history's unnormalised joint weights over (the plan's quality value, Z) are
     propagated by the generative model itself; the best action is chosen at every
-    history, which is the best of all history-dependent policies.
+    history, which is the best of all history-dependent policies.  At ``stages`` the
+    model's rates depend on the class of the plan's posterior mean on entry (a
+    function of the history, computed here from the weights themselves).
     """
     o0, o1 = model.reading_probs()
     priors = {kind: model.prior(kind) for kind in (False, True)}
     k, phi = model.stages, model.fail
+    Weights = dict[tuple[float, int], float]
 
-    def p_prod(q: float) -> float:
-        return model.productive_base + model.productive_gain * max(model.quality_floor, q)
+    def eff(q: float, j: int, r: int, fresh: bool) -> float:
+        return max(model.quality_floor, q * model.decay(j, r, fresh))
 
-    def stop(weights: dict[tuple[float, int], float], m: int) -> float:
+    def stop(weights: Weights, m: int, c: int) -> float:
         total = sum(weights.values())
-        done = sum(w for (_, z), w in weights.items() if z == 1) if m == k else 0.0
-        return -model.w_failure * (total - done)
+        looks = sum(w for (_, z), w in weights.items() if z == 1) if m == k else 0.0
+        return -model.w_failure * (total - model.kappa(c) * looks)
 
-    def step(
-        t: int, r: int, m: int, weights: dict[tuple[float, int], float], fresh: bool, first: bool
-    ) -> float:
+    def step(t: int, r: int, m: int, c: int, weights: Weights, fresh: bool, first: bool) -> float:
         j = t + 1
         total = sum(weights.values())
         if not model.can_start(j, r, fresh):
@@ -112,59 +120,73 @@ def _exhaustive(model: BayesModel) -> float:
             for z, wz in by_z.items():
                 for q, wq in zip(support, w, strict=True):  # equal values after clipping add up
                     weights[(float(q), z)] = weights.get((float(q), z), 0.0) + wz * float(wq)
-        # outcomes: (kind, reading bin or None) -> next weights, next m
-        nexts: dict[tuple[str, int | None], dict[tuple[float, int], float]] = {}
+            if m == k:
+                c = model.replan_class()
+        # outcomes: (kind, reading bin or None) -> next weights
+        nexts: dict[tuple[str, int | None], Weights] = {}
 
         def add(key: tuple[str, int | None], hidden: tuple[float, int], wt: float) -> None:
             if wt > 0:
                 bucket = nexts.setdefault(key, {})
                 bucket[hidden] = bucket.get(hidden, 0.0) + wt
 
+        c_entry = c
+        if (
+            m == k - 1
+        ):  # the class on reaching stages: of the posterior mean after a productive step
+            num = den = 0.0
+            for (q, _), wt in weights.items():
+                th = model.productive_base + model.productive_gain * eff(q, j, r, fresh)
+                num += q * wt * th
+                den += wt * th
+            c_entry = model.quality_class(num / den)
+        done, spur, undo = model.stage_rates(c, j, r, fresh)
         for (q, z), wt in weights.items():
             if m < k:
-                th = p_prod(q)
+                th = model.productive_base + model.productive_gain * eff(q, j, r, fresh)
                 if m + 1 < k:
                     add(("prod", None), (q, 0), wt * (1 - phi) * th)
                 else:
-                    for y in range(model.reading_bins):
-                        add(("prod", y), (q, 0), wt * (1 - phi) * th * (1 - model.rho) * o0[y])
-                        add(("prod", y), (q, 1), wt * (1 - phi) * th * model.rho * o1[y])
+                    rho = float(model.rho_of(eff(q, j, r, fresh)))
+                    for y in range(len(o0)):
+                        add(("prod", y), (q, 0), wt * (1 - phi) * th * (1 - rho) * o0[y])
+                        add(("prod", y), (q, 1), wt * (1 - phi) * th * rho * o1[y])
                 add(("fail", None), (q, 0), wt * phi)
                 add(("unprod", None), (q, 0), wt * (1 - phi) * (1 - th))
             else:
                 obs = {0: o0, 1: o1}
                 moves: list[tuple[str, int, float]] = [("fail", z, phi)]
                 if z == 0:
-                    th = model.done_progress
                     moves += [
-                        ("prod", 1, (1 - phi) * th * model.rho),
-                        ("prod", 0, (1 - phi) * th * (1 - model.rho)),
-                        ("unprod", 0, (1 - phi) * (1 - th)),
+                        ("prod", 1, (1 - phi) * done),
+                        ("prod", 0, (1 - phi) * spur),
+                        ("unprod", 0, (1 - phi) * (1 - done - spur)),
                     ]
                 else:
                     moves += [
-                        ("unprod", 0, (1 - phi) * model.undo),
-                        ("unprod", 1, (1 - phi) * (1 - model.undo)),
+                        ("unprod", 0, (1 - phi) * undo),
+                        ("unprod", 1, (1 - phi) * (1 - undo)),
                     ]
                 for kind, z2, pr in moves:
-                    for y in range(model.reading_bins):
+                    for y in range(len(o0)):
                         add((kind, y), (q, z2), wt * pr * obs[z2][y])
         value = -cost * total
         for (kind, _), nxt in nexts.items():
             m2 = min(m + 1, k) if kind == "prod" else m
-            value += best(j, r_after, m2, nxt)
+            c2 = c_entry if m < k and m2 == k else c
+            value += best(j, r_after, m2, c2, nxt)
         return value
 
-    def best(t: int, r: int, m: int, weights: dict[tuple[float, int], float]) -> float:
-        options = [stop(weights, m)]
+    def best(t: int, r: int, m: int, c: int, weights: Weights) -> float:
+        options = [stop(weights, m, c)]
         if t < model.horizon:
-            options.append(step(t, r, m, weights, fresh=False, first=False))
-            options.append(step(t, r, m, weights, fresh=True, first=False))
+            options.append(step(t, r, m, c, weights, fresh=False, first=False))
+            options.append(step(t, r, m, c, weights, fresh=True, first=False))
         else:
             options.append(-model.w_failure * sum(weights.values()))  # truncated
         return max(options)
 
-    return step(0, 0, 0, {(0.0, 0): 1.0}, fresh=True, first=True)
+    return step(0, 0, 0, 0, {(0.0, 0): 1.0}, fresh=True, first=True)
 
 
 def test_dp_equals_exhaustive_search_on_a_tiny_horizon() -> None:
@@ -189,7 +211,7 @@ def _model_episode(law: BayesReflector, model: BayesModel, rng: np.random.Genera
     law.reset()
     support, w = model.prior(False)
     q = float(rng.choice(support, p=w))
-    m, z, replans, age, tokens = 0, 0, 0, 0, 0.0
+    m, z, c, replans, age, tokens = 0, 0, 0, 0, 0, 0.0
     fresh = True
     sigma0 = math.hypot(model.noise, model.incomplete_spread)
     for t in range(1, model.horizon + 1):
@@ -198,27 +220,26 @@ def _model_episode(law: BayesReflector, model: BayesModel, rng: np.random.Genera
             return model.w_failure + model.w_tokens * tokens
         tokens += model.step_tokens(t, r_before, fresh)
         age = 1 if fresh else age + 1
+        qe = max(model.quality_floor, q * model.decay(t, r_before, fresh))
         u = rng.random()
         if u < model.fail:
             act = 0.1
         elif m < model.stages:
-            d = model.decay(t, r_before, fresh)
-            th = model.productive_base + model.productive_gain * max(model.quality_floor, q * d)
-            if rng.random() < th:
+            if rng.random() < model.productive_base + model.productive_gain * qe:
                 act, m = 1.0, m + 1
                 if m == model.stages:
-                    z = int(rng.random() < model.rho)
-            else:
-                act = 0.6
-        elif z == 0:
-            if rng.random() < model.done_progress:
-                act, z = 1.0, int(rng.random() < model.rho)
+                    z = int(rng.random() < float(model.rho_of(qe)))
             else:
                 act = 0.6
         else:
-            act = 0.6
-            if rng.random() < model.undo:
-                z = 0
+            done, spur, undo = model.stage_rates(c, t, r_before, fresh)
+            v = rng.random()
+            if z == 0:
+                act = 1.0 if v < done + spur else 0.6
+                z = int(v < done)
+            else:
+                act = 0.6
+                z = int(v >= undo)
         mu, sd = (
             (1.0 + model.bias, model.noise) if z else (model.incomplete_level + model.bias, sigma0)
         )
@@ -226,8 +247,10 @@ def _model_episode(law: BayesReflector, model: BayesModel, rng: np.random.Genera
         ev = Evaluation(reading, act, 0.0, reading, "", ())
         ctx = ReflectContext(t, float(t), 1.0, age, False, replans)
         decision = law.decide(ev, ctx)
+        if m == model.stages:  # the class is a function of the history: read the law's
+            c = law.c
         if decision.signal is ControlSignal.TERMINATE:
-            success = m >= model.stages and z == 1
+            success = m >= model.stages and z == 1 and rng.random() < model.kappa(c)
             return (
                 model.w_failure * (not success)
                 + model.w_tokens * tokens
@@ -238,6 +261,8 @@ def _model_episode(law: BayesReflector, model: BayesModel, rng: np.random.Genera
             replans += 1
             support, w = model.prior(True)
             q = float(rng.choice(support, p=w))
+            if m == model.stages:
+                c = model.replan_class()
     return model.w_failure + model.w_tokens * tokens  # truncated at the step limit
 
 
@@ -317,8 +342,15 @@ def test_stops_on_a_sure_completion_and_never_stops_at_stage_zero_early() -> Non
     ctx = lambda t, age: ReflectContext(t, float(t), 1.0, age, False, 0)  # noqa: E731
     first = law.decide(Evaluation(0.2, 1.0, 0.0, 0.2, "", ()), ctx(1, 1))
     assert first.signal is not ControlSignal.TERMINATE  # a replan is free here: it may take one
-    for t in range(2, 5):  # three more productive steps: stage 4, then a sure reading of done
+    for t in range(2, 5):  # three more productive steps: stage 4, read as exactly done
         d = law.decide(Evaluation(1.0, 1.0, 0.0, 1.0, "", ()), ctx(t, t))
+    assert d.terms["stage"] == 4 and not d.give_up
+    # steps are free here, so one more reading may be worth taking; a done task's next
+    # steps look unproductive and read exactly 1: it stops within three of them
+    for t in range(5, 8):
+        if d.signal is ControlSignal.TERMINATE:
+            break
+        d = law.decide(Evaluation(1.0, 0.6, 0.0, 1.0, "", ()), ctx(t, t))
     assert d.signal is ControlSignal.TERMINATE and not d.give_up
     assert d.terms["p_done"] > 0.9
 
