@@ -383,8 +383,9 @@ def _from_traces(path: Path, sub_agents: bool) -> StepColumns:
 def read_episode_rows(path: Path, fields: Iterable[str]) -> Iterator[dict[str, Any]]:
     """The rows of episodes.jsonl, in file order, with only ``fields`` (one parse per line).
 
-    Rows are checked like ``iter_episodes`` checks them; a file that is not
-    plainly well-formed is read through it (which raises the named error).
+    The kept fields and the required ones are checked as ``iter_episodes``
+    checks them; a file that fails (or is not plainly well-formed) is read
+    through ``iter_episodes``, which raises the error naming line and field.
 
     Args:
         path: The run directory.
@@ -402,8 +403,11 @@ def read_episode_rows(path: Path, fields: Iterable[str]) -> Iterator[dict[str, A
 
 
 def _fast_episodes(path: Path, keep: tuple[str, ...]) -> list[dict[str, Any]]:
-    with open(path / EPISODES_FILE, "rb") as f:
-        raw_lines = f.read().split(b"\n")
+    try:
+        with open(path / EPISODES_FILE, "rb") as f:
+            raw_lines = f.read().split(b"\n")
+    except OSError:
+        raise _Unusual from None  # iter_episodes names the file
     raw_lines.pop()  # the empty tail after the last newline, or a torn last line
     try:
         parsed = [orjson.loads(raw) for raw in raw_lines]
