@@ -1,8 +1,9 @@
 """A child process's CPU time and peak RSS, and the CLI's peak RSS against a run's size.
 
 ``child_usage`` runs a command and reads that one child's resource usage
-(``os.wait4``: user + system CPU and ``ru_maxrss``), so measurements taken one
-after another do not mix as ``getrusage(RUSAGE_CHILDREN)``'s maximum would.
+(``os.wait4``: user + system CPU and ``ru_maxrss``, through a small wrapper
+interpreter), so measurements taken one after another do not mix as
+``getrusage(RUSAGE_CHILDREN)``'s maximum would, nor include this process's size.
 ``cli_run`` runs ``opar-sim run SPEC --controller pid --workers 1`` in a fresh
 interpreter; the peak RSS of a run should not grow with its episodes, since
 the runner streams every chunk to the run directory.
@@ -12,7 +13,7 @@ the runner streams every chunk to the run directory.
 
 from __future__ import annotations
 
-import os
+import json
 import subprocess
 import sys
 import tempfile
@@ -32,22 +33,34 @@ class Usage:
     max_rss_mib: float
 
 
+# Runs the command and reports its usage: a small interpreter between this process and the
+# command, because a child's ru_maxrss starts from the RSS of the process that forked it
+# (Linux counts the parent's pages until exec), which would hide the command's own peak.
+_WRAPPER = """
+import json, os, subprocess, sys
+proc = subprocess.Popen(sys.argv[1:], stdout=subprocess.DEVNULL)
+_, status, usage = os.wait4(proc.pid, 0)
+code = os.waitstatus_to_exitcode(status)
+print(json.dumps([code, usage.ru_utime + usage.ru_stime, usage.ru_maxrss]))
+"""
+
+
 def child_usage(argv: Sequence[str]) -> Usage:
     """Run ``argv`` (from the repository root, output discarded) and return its usage.
 
     Raises:
         RuntimeError: The command failed (its stderr's last lines are in the message).
     """
-    with tempfile.TemporaryFile() as err:
-        proc = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=err)
-        _, status, usage = os.wait4(proc.pid, 0)
-        proc.returncode = os.waitstatus_to_exitcode(status)
-        if proc.returncode != 0:
-            err.seek(0)
-            tail = err.read().decode(errors="replace").strip().splitlines()[-3:]
-            raise RuntimeError(f"{' '.join(argv)} exited {proc.returncode}: {' | '.join(tail)}")
-    # Linux reports ru_maxrss in KiB
-    return Usage(usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024)
+    out = subprocess.run(
+        [sys.executable, "-c", _WRAPPER, *argv], cwd=ROOT, capture_output=True, text=True
+    )
+    if out.returncode != 0 or not out.stdout.strip():
+        raise RuntimeError(f"{' '.join(argv)}: the wrapper failed: {out.stderr.strip()[-300:]}")
+    code, cpu, max_rss_kib = json.loads(out.stdout.strip().splitlines()[-1])
+    if code != 0:
+        tail = out.stderr.strip().splitlines()[-3:]
+        raise RuntimeError(f"{' '.join(argv)} exited {code}: {' | '.join(tail)}")
+    return Usage(cpu, max_rss_kib / 1024)  # Linux reports ru_maxrss in KiB
 
 
 def cli_run(episodes: int, out: Path, *extra: str) -> Usage:

@@ -249,7 +249,12 @@ def median(measure: Callable[[], float], repeats: int) -> float:
     return statistics.median(measure() for _ in range(repeats))
 
 
-def run(quick: bool, repeats: int, say: Callable[[str], None] = print) -> dict[str, Any]:
+def run(
+    quick: bool,
+    repeats: int,
+    say: Callable[[str], None] = print,
+    partial: Callable[[dict[str, Any]], None] | None = None,
+) -> dict[str, Any]:
     """Measure every figure of the suite, side by side in this run.
 
     Args:
@@ -257,6 +262,8 @@ def run(quick: bool, repeats: int, say: Callable[[str], None] = print) -> dict[s
         repeats: Repeats of the cheap measurements (the median is kept); the
             executor, memory and LLM runs run once.
         say: Where to report progress.
+        partial: Called with the figures measured so far as each section starts
+            (results.json holds them if a long run is stopped).
 
     Returns:
         The figures, as written to results.json.
@@ -264,7 +271,13 @@ def run(quick: bool, repeats: int, say: Callable[[str], None] = print) -> dict[s
     s = QUICK if quick else FULL
     r: dict[str, Any] = {"quick": quick, "repeats": repeats, "cpus": os.cpu_count()}
     r["load_average_1min"] = os.getloadavg()[0]
-    say("floor and engines ...")
+
+    def section(text: str) -> None:
+        if partial is not None:
+            partial(r)
+        say(text)
+
+    section("floor and engines ...")
     r["floor_us_per_step"] = median(lambda: floor(s.floor_steps), repeats) * 1e6
     r["scalar_us_per_step"] = (
         median(lambda: per_step(peer.scalar_steps, s.scalar_episodes), repeats) * 1e6
@@ -277,14 +290,14 @@ def run(quick: bool, repeats: int, say: Callable[[str], None] = print) -> dict[s
     r["batch_speedup_over_simpy"] = r["simpy_us_per_step"] / r["batch_us_per_step"]
     with tempfile.TemporaryDirectory(prefix="opar-bench-") as tmp:
         work = Path(tmp)
-        say(f"the CLI at {s.cli_episodes[0]:,} and {s.cli_episodes[1]:,} episodes ...")
+        section(f"the CLI at {s.cli_episodes[0]:,} and {s.cli_episodes[1]:,} episodes ...")
         cli_s, run_dir = cli_engine(s.cli_episodes, work)
         r["cli_episodes"] = list(s.cli_episodes)
         r["cli_us_per_step"] = cli_s * 1e6
         r["cli_over_floor"] = r["cli_us_per_step"] / r["floor_us_per_step"]
-        say("analysis ...")
+        section("analysis ...")
         r["analysis_us_per_episode"] = median(lambda: analysis_per_episode(run_dir), repeats) * 1e6
-        say("the LangGraph peer ...")
+        section("the LangGraph peer ...")
         if peer.langgraph_available():
             r["langgraph_us_per_step"] = (
                 median(lambda: per_step(peer.langgraph_steps, s.peer_episodes), repeats) * 1e6
@@ -293,22 +306,22 @@ def run(quick: bool, repeats: int, say: Callable[[str], None] = print) -> dict[s
             r["langgraph_over_cli"] = r["langgraph_us_per_step"] / r["cli_us_per_step"]
         else:
             r["langgraph_missing"] = "langgraph is not installed: pip install -e '.[bench]'"
-        say(f"executors on {s.pool_episodes:,} episodes ...")
+        section(f"executors on {s.pool_episodes:,} episodes ...")
         r["process"] = efficiency("process", s.pool_episodes)
         if s.dask:
             r["dask"] = efficiency("dask", s.pool_episodes)
-        say(f"peak RSS at {s.rss_episodes[0]:,} and {s.rss_episodes[1]:,} episodes ...")
+        section(f"peak RSS at {s.rss_episodes[0]:,} and {s.rss_episodes[1]:,} episodes ...")
         small, large = (memory.cli_run(n, work / f"rss-{n}") for n in s.rss_episodes)
         r["rss_episodes"] = list(s.rss_episodes)
         r["rss_mib"] = [small.max_rss_mib, large.max_rss_mib]
         r["rss_ratio"] = large.max_rss_mib / small.max_rss_mib
         missing = llm_missing() if s.llm else "skipped with --quick"
         if missing is None:
-            say("LLM mode ...")
+            section("LLM mode ...")
             r["llm"] = llm_overhead(work)
         else:
             r["llm_missing"] = missing
-    say("start-up ...")
+    section("start-up ...")
     r["help_cpu_seconds"] = median(help_cpu, max(3, repeats))
     r["help_heavy_imports"] = heavy_imports(["--help"])
     r["list_heavy_imports"] = heavy_imports(["list"])
@@ -459,9 +472,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     repeats = args.repeats or (1 if args.quick else 5)
     console = Console(width=200) if not sys.stdout.isatty() else Console()
-    results = run(args.quick, repeats, say=lambda text: console.print(text, style="dim"))
+
+    def save(results: dict[str, Any]) -> None:
+        args.out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+
+    results = run(
+        args.quick, repeats, say=lambda text: console.print(text, style="dim"), partial=save
+    )
     console.print(table(results).to_rich())
-    args.out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+    save(results)
     console.print(f"written: {args.out}", highlight=False)
     return 0
 
