@@ -777,7 +777,8 @@ class BayesReflector:
 
     Its parameters are the model's task structure and discretisation (the rest
     comes from the spec): ``stages``, ``productive_base``, ``productive_gain``,
-    the rates at ``stages`` (``rho_*``, ``done_*``, ``spurious``, ``undo_*``),
+    the rates at ``stages`` (``rho_*``, ``done_*``, ``spurious``, ``undo_*``), the chance
+    ``kappa_base`` + ``kappa_gain``·q that a task which looks complete is complete,
     ``incomplete_level``, ``incomplete_spread``, ``reading_bins``,
     ``quality_points``, ``quality_classes``, the context model's ``goal_tokens``,
     ``observation_tokens`` and ``result_tokens``, the reserve ``token_margin``,
