@@ -443,11 +443,7 @@ def executor_evaluate(
     """
 
     def evaluate(params: dict[str, float] | None, episodes: int, seed: int) -> list[dict[str, Any]]:
-        data = apply_params(base, params or {})
-        data["episodes"] = episodes
-        data["seed"] = seed
-        data.pop("tune", None)
-        spec = parse(data)
+        spec = trial_spec(base, parse, params, episodes, seed)
         chunks = plan_chunks(spec, parallelism=parallelism, with_steps=False)
         results = run_in_order(executor, chunks, 2 * parallelism + 1)
         if on_progress is None:
@@ -459,6 +455,32 @@ def executor_evaluate(
         return rows_of(iter(texts))
 
     return evaluate
+
+
+def trial_spec(
+    base: dict[str, Any],
+    parse: Callable[[dict[str, Any]], Any],
+    params: dict[str, float] | None,
+    episodes: int,
+    seed: int,
+) -> Any:
+    """The spec one trial runs: ``base`` with the trial's parameters, size and seed, no tuning.
+
+    Args:
+        base: The spec's data.
+        parse: Turns spec data into a validated spec.
+        params: The trial's dotted-path parameters (None: the spec as it is).
+        episodes: Episodes to run.
+        seed: The spec seed to run them on.
+
+    Returns:
+        The validated spec.
+    """
+    data = apply_params(base, params or {})
+    data["episodes"] = episodes
+    data["seed"] = seed
+    data.pop("tune", None)
+    return parse(data)
 
 
 def batch_evaluate(
@@ -485,11 +507,7 @@ def batch_evaluate(
     from opar_sim.experiment.batch import check_batch, episode_text, run_batch
 
     def evaluate(params: dict[str, float] | None, episodes: int, seed: int) -> list[dict[str, Any]]:
-        data = apply_params(base, params or {})
-        data["episodes"] = episodes
-        data["seed"] = seed
-        data.pop("tune", None)
-        spec = parse(data)
+        spec = trial_spec(base, parse, params, episodes, seed)
         check_batch(spec)
         rows = []
         for k in range(len(spec.controller_list())):
