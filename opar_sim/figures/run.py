@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from opar_sim.core.reflexion import success_by_attempt
-from opar_sim.experiment.rundir import EpisodeTrace, iter_episodes
+from opar_sim.experiment.rundir import EpisodeTrace, iter_episodes, iter_traces
 from opar_sim.experiment.rundir.columns import read_step_columns
 from opar_sim.experiment.spec import ExperimentSpec
 
@@ -27,14 +27,25 @@ def write_run_figures(spec: ExperimentSpec, out: Path) -> list[str]:
     from opar_sim.figures.memory import learning_curve_figure
     from opar_sim.figures.style import save
 
-    # steps.jsonl parsed once into columns; an analysis of the same run in this process
-    # (compare's) reuses them
-    columns = read_step_columns(out)
     traces: dict[str, list[EpisodeTrace]] = {}
-    for block in range(len(columns)):
-        kept = traces.setdefault(columns.controllers[int(columns.controller[block])], [])
-        if len(kept) < FIGURE_EPISODES:
-            kept.append(columns.trace(block, terms=False))  # the figure draws no terms
+    if spec.episodes * spec.trials <= FIGURE_EPISODES:
+        # a run the figure draws whole: steps.jsonl parsed once into columns, which an
+        # analysis of the same run in this process (compare's) reuses
+        columns = read_step_columns(out)
+        for block in range(len(columns)):
+            kept = traces.setdefault(columns.controllers[int(columns.controller[block])], [])
+            if len(kept) < FIGURE_EPISODES:
+                kept.append(columns.trace(block, terms=False))  # the figure draws no terms
+    else:
+        # a larger run: stream the trajectories and keep FIGURE_EPISODES per controller, so
+        # the memory of `run` does not grow with its size (the columns would hold every row)
+        wanted = len(spec.controller_list())
+        for trace in iter_traces(out):
+            kept = traces.setdefault(trace.controller, [])
+            if len(kept) < FIGURE_EPISODES:
+                kept.append(trace)
+            elif len(traces) == wanted and all(len(v) >= FIGURE_EPISODES for v in traces.values()):
+                break
     title = f"{spec.name}: progress per loop iteration ({spec.episodes} episodes each)"
     written = save(convergence_figure(traces, title), str(out / "progress"))
     if spec.reflexion.attempts > 1:
