@@ -17,7 +17,8 @@ overhead is shown beside it).  What is measured, on flight_booking with the PID:
 6. the CLI's peak RSS (``ru_maxrss``) at two sizes (``memory.py``);
 7. ``opar-sim --help``: the CPU time of a fresh interpreter, and the heavy
    modules ``--help`` and ``list`` import;
-8. the run analysis (``opar_sim.analysis.run.analyze``) per episode;
+8. the run analysis (``opar_sim.analysis.run.analyze``) per episode, and ``opar-sim
+   plot`` on the CLI's larger run against the CPU time of that run;
 9. in LLM mode (the embedded llama.cpp model, when installed), the share of
    wall time spent outside the model's calls.
 
@@ -136,18 +137,26 @@ def run_steps(out: Path) -> tuple[int, int]:
     return len(rows), sum(int(r["steps"]) for r in rows)
 
 
-def cli_engine(sizes: tuple[int, int], work: Path) -> tuple[float, Path]:
+def cli_engine(sizes: tuple[int, int], work: Path) -> tuple[float, Path, float]:
     """CPU seconds per step of ``opar-sim run --workers 1``, start-up cancelled by differencing.
 
     Returns:
-        The cost per step, and the larger run's directory (for the analysis).
+        The cost per step, the larger run's directory (for the analysis and ``plot``)
+        and the CPU seconds that run took in all.
     """
     usages, steps = [], []
     for n in sizes:
         out = work / f"cli-{n}"
         usages.append(memory.cli_run(n, out).cpu_seconds)
         steps.append(run_steps(out)[1])
-    return (usages[1] - usages[0]) / (steps[1] - steps[0]), work / f"cli-{sizes[1]}"
+    per_step = (usages[1] - usages[0]) / (steps[1] - steps[0])
+    return per_step, work / f"cli-{sizes[1]}", usages[1]
+
+
+def plot_cpu(run_dir: Path, out: Path) -> float:
+    """CPU seconds of ``opar-sim plot RUNDIR`` in a fresh interpreter (every figure drawn)."""
+    argv = [sys.executable, "-m", "opar_sim.cli", "plot", str(run_dir), "--out", str(out)]
+    return memory.child_usage(argv).cpu_seconds
 
 
 def batch_engine(episodes: int) -> float:
@@ -293,10 +302,14 @@ def run(
     with tempfile.TemporaryDirectory(prefix="opar-bench-") as tmp:
         work = Path(tmp)
         section(f"the CLI at {s.cli_episodes[0]:,} and {s.cli_episodes[1]:,} episodes ...")
-        cli_s, run_dir = cli_engine(s.cli_episodes, work)
+        cli_s, run_dir, run_cpu = cli_engine(s.cli_episodes, work)
         r["cli_episodes"] = list(s.cli_episodes)
         r["cli_us_per_step"] = cli_s * 1e6
         r["cli_over_floor"] = r["cli_us_per_step"] / r["floor_us_per_step"]
+        section(f"plot on the {s.cli_episodes[1]:,}-episode run ...")
+        r["run_cpu_seconds"] = run_cpu
+        r["plot_cpu_seconds"] = plot_cpu(run_dir, work / "plot-figures")
+        r["plot_over_run"] = r["plot_cpu_seconds"] / run_cpu
         section("analysis ...")
         r["analysis_us_per_episode"] = median(lambda: analysis_per_episode(run_dir), repeats) * 1e6
         section("the LangGraph peer ...")
@@ -430,6 +443,15 @@ def table(r: dict[str, Any]) -> Any:
             "",
             "< 100 µs",
             _verdict(r["analysis_us_per_episode"] < 100),
+        ]
+    )
+    rows.append(
+        [
+            f"`plot` on the {r['cli_episodes'][1]:,}-episode run (fresh interpreters)",
+            f"{r['plot_cpu_seconds']:.1f} s CPU vs {r['run_cpu_seconds']:.1f} s for the run",
+            f"{r['plot_over_run']:.2f}× the run",
+            "< 1×",
+            _verdict(r["plot_over_run"] < 1),
         ]
     )
     if "llm" in r:

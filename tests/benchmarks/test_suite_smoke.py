@@ -40,8 +40,11 @@ def test_the_suite_runs_and_writes_its_results(
         "batch_steps_per_cpu_second",
         "help_cpu_seconds",
         "analysis_us_per_episode",
+        "run_cpu_seconds",
+        "plot_cpu_seconds",
     ):
         assert r[key] > 0, key
+    assert r["plot_over_run"] == pytest.approx(r["plot_cpu_seconds"] / r["run_cpu_seconds"])
     assert r["simpy_over_floor"] == pytest.approx(r["simpy_us_per_step"] / r["floor_us_per_step"])
     assert r["process"]["episodes"] == 200 and r["process"]["speedup_2_over_1"] > 0
     assert len(r["rss_mib"]) == 2 and min(r["rss_mib"]) > 10  # MiB: a Python process is larger
@@ -50,7 +53,7 @@ def test_the_suite_runs_and_writes_its_results(
     assert r["llm_missing"] == "skipped with --quick"
     assert r["help_heavy_imports"] == [] and r["list_heavy_imports"] == []
     printed = capsys.readouterr().out
-    for row in ("bare SimPy floor", "run --workers 1", "LangGraph", "batch engine", "peak RSS"):
+    for row in ("SimPy floor", "--workers 1", "LangGraph", "batch engine", "peak RSS", "`plot`"):
         assert row in printed, row
     assert "controller-steps/CPU s" in printed and "opar-sim --help" in printed
 
