@@ -24,6 +24,33 @@ def held_on_grid(times: np.ndarray, values: np.ndarray, grid: np.ndarray) -> np.
     return np.asarray(out, float)
 
 
+def held_rows(
+    times: Sequence[np.ndarray], values: Sequence[np.ndarray], grid: np.ndarray
+) -> np.ndarray:
+    """``held_on_grid`` of every episode at once: one row per (times, values) pair.
+
+    The same numbers as stacking ``held_on_grid`` row by row (each series' times
+    ascend, so the count of times at or before a grid point is ``searchsorted``'s
+    index); the count is built one step column at a time, so the cost is a few
+    array operations per step instead of a few numpy calls per episode (about a
+    sixth of ``run``'s figure on 2,000 episodes).
+    """
+    lengths = np.array([len(t) for t in times], dtype=np.int64)
+    width = int(lengths.max(initial=0))
+    filled = np.arange(width) < lengths[:, None]
+    padded_times = np.full((len(times), width), np.inf)
+    padded_values = np.zeros((len(times), width))
+    if width:
+        padded_times[filled] = np.concatenate([np.asarray(t, float) for t in times])
+        padded_values[filled] = np.concatenate([np.asarray(v, float) for v in values])
+    count = np.zeros((len(times), len(grid)), dtype=np.int64)
+    for column in padded_times.T:
+        count += column[:, None] <= grid[None, :]
+    idx = count - 1
+    held = np.take_along_axis(padded_values, np.clip(idx, 0, None), axis=1) if width else idx
+    return np.asarray(np.where(idx >= 0, held, 0.0), float)
+
+
 HOLD_RULE = (
     "an episode that has ended is held at its final value, so each panel shows where "
     "all of its episodes stand"
@@ -68,10 +95,9 @@ def convergence_figure(traces: Mapping[str, Sequence[EpisodeTrace]], title: str)
         true = padded([t.progress for t in eps])
         est = padded(estimates)
         _band(by_step, np.arange(true.shape[1]), true, color, est)
-        true_t = np.array([held_on_grid(t.time, t.progress, grid) for t in eps])
-        est_t = np.array(
-            [held_on_grid(t.time, e, grid) for t, e in zip(eps, estimates, strict=True)]
-        )
+        times = [t.time for t in eps]
+        true_t = held_rows(times, [t.progress for t in eps], grid)
+        est_t = held_rows(times, estimates, grid)
         _band(by_time, grid, true_t, color, est_t)
         by_step.set_gid(f"ctl--{name}--conv-step")
         by_time.set_gid(f"ctl--{name}--conv-time")

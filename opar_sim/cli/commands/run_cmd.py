@@ -73,6 +73,8 @@ def execute(
     if llm and args.workers is None and not (args.scheduler or args.dask_local):
         config = ExecutorConfig("serial", 1)  # one model in this process, and a live view
     names = [c.name for c in spec.controller_list()]
+    from opar_sim.figures.run import FIGURE_EPISODES  # the module imports matplotlib lazily
+
     config, note = fit_to_size(config, spec.episodes * spec.trials * len(names))
     console.print(
         f"[bold]{spec.name}[/]: task [cyan]{spec.task.name}[/], controllers "
@@ -97,6 +99,7 @@ def execute(
             on_progress=lambda n: bar.advance(job, n),
             on_note=lambda note: console.print(f"resume: {note}", markup=False, highlight=False),
             engine=getattr(args, "engine", "simpy"),
+            keep_traces=FIGURE_EPISODES,  # the figure's trajectories, collected as it runs
         )
     if tables:
         console.print(summary_table(result.summary, f"{spec.name}: means per episode").to_rich())
@@ -105,7 +108,7 @@ def execute(
     console.print(f"run directory: [green]{escape(str(result.out))}[/]")
     from opar_sim.figures.run import write_run_figures  # matplotlib only when drawing
 
-    for figure in write_run_figures(spec, result.out):
+    for figure in write_run_figures(spec, result.out, result.traces):
         console.print(f"figure: [green]{escape(str(figure))}[/]")
     print_llm_costs(result.out, console)
     return result
