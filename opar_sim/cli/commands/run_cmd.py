@@ -18,6 +18,7 @@ from opar_sim.cli.commands.common import (
 from opar_sim.cli.llm_costs import print_llm_costs
 from opar_sim.cli.render import is_llm, llm_steps, progress_bar
 from opar_sim.cli.tables import outcome_table, summary_table
+from opar_sim.experiment.batch import check_batch
 from opar_sim.experiment.build import load_spec
 from opar_sim.experiment.edit import with_overrides
 from opar_sim.experiment.executors import ExecutorConfig, fit_to_size, open_executor
@@ -64,6 +65,9 @@ def execute(
     Returns:
         The finished run.
     """
+    engine = getattr(args, "engine", "simpy")
+    if engine == "batch":
+        check_batch(spec)  # refused in one line before anything is printed or written
     out = out_dir(args, spec.name)
     require_backends(spec)
     if not args.resume:
@@ -98,7 +102,7 @@ def execute(
             resume=args.resume,
             on_progress=lambda n: bar.advance(job, n),
             on_note=lambda note: console.print(f"resume: {note}", markup=False, highlight=False),
-            engine=getattr(args, "engine", "simpy"),
+            engine=engine,
             keep_traces=FIGURE_EPISODES,  # the figure's trajectories, collected as it runs
         )
     if tables:
