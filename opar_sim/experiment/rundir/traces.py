@@ -120,29 +120,33 @@ def result_trace(result: EpisodeResult) -> EpisodeTrace | None:
         if any(sub.steps for sub in result.sub_episodes):
             raise UnusualTrace("a sub-agent's block would stand for the episode")
         return None
-    time = np.array([rec.time for rec in steps], float)
-    progress = np.array([rec.progress for rec in steps], float)
-    if not (np.isfinite(time).all() and np.isfinite(progress).all()):
+    # one pass over the records (this runs in the chunk, for every step the figure draws)
+    step, time, progress, estimate = [], [], [], []
+    signals: list[str | None] = []
+    actions: list[str | None] = []
+    nan = math.nan
+    for rec in steps:
+        step.append(rec.step)
+        time.append(rec.time)
+        progress.append(rec.progress)
+        ev, dec, action = rec.evaluation, rec.decision, rec.action
+        delta = None if ev is None else ev.delta_task
+        estimate.append(nan if delta is None else delta)
+        signals.append(None if dec is None else dec.signal.value)
+        actions.append(None if action is None else action.label())
+    times, progresses = np.array(time, float), np.array(progress, float)
+    if not (np.isfinite(times).all() and np.isfinite(progresses).all()):
         raise UnusualTrace("a time or progress that JSON writes as null")
-    estimate = np.array(
-        [
-            math.nan
-            if rec.evaluation is None or rec.evaluation.delta_task is None
-            else rec.evaluation.delta_task
-            for rec in steps
-        ],
-        float,
-    )
     return EpisodeTrace(
         controller=result.controller,
         episode=result.episode,
         agent=result.agent,
-        step=np.array([rec.step for rec in steps], dtype=np.int64),
-        time=time,
-        progress=progress,
-        estimate=estimate,
-        signals=[rec.decision.signal.value if rec.decision else None for rec in steps],
-        actions=[rec.action.label() if rec.action else None for rec in steps],
+        step=np.array(step, dtype=np.int64),
+        time=times,
+        progress=progresses,
+        estimate=np.array(estimate, float),
+        signals=signals,
+        actions=actions,
         attempt=result.attempt or 1,
         trial=result.trial or 1,
     )
