@@ -25,7 +25,7 @@ from opar_sim.core.agent import Agent, RemembersCritiques
 from opar_sim.core.controller import Controller
 from opar_sim.core.guardrail import Guardrail
 from opar_sim.core.limits import Limits
-from opar_sim.core.loop import run_episode
+from opar_sim.core.loop import implements, run_episode
 from opar_sim.core.supervisor import Supervisor
 from opar_sim.core.task import Task
 from opar_sim.core.types import EpisodeResult
@@ -101,7 +101,8 @@ def run_attempts(
         the last is the first success, or attempt ``attempts``.
     """
     memory = LongTermMemory(keep)
-    remember = agent.remember if isinstance(agent, RemembersCritiques) else None
+    # the protocol check answered once per class (``implements``), not walked every episode
+    remember = agent.remember if implements(agent, RemembersCritiques) else None
     results: list[EpisodeResult] = []
     try:
         for attempt in range(1, attempts + 1):
