@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterable, Sequence
+from typing import cast
 
 import numpy as np
 
@@ -102,7 +103,9 @@ def run_attempts(
     """
     memory = LongTermMemory(keep)
     # the protocol check answered once per class (``implements``), not walked every episode
-    remember = agent.remember if implements(agent, RemembersCritiques) else None
+    remember = (
+        cast(RemembersCritiques, agent).remember if implements(agent, RemembersCritiques) else None
+    )
     results: list[EpisodeResult] = []
     try:
         for attempt in range(1, attempts + 1):

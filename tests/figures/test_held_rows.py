@@ -32,3 +32,9 @@ def test_held_before_the_first_sample_and_after_the_last():
         [np.array([1.0, 2.0]), np.array([0.0])], [np.array([0.3, 0.7]), np.array([1.0])], grid
     )
     assert rows.tolist() == [[0.0, 0.3, 0.7, 0.7], [1.0, 1.0, 1.0, 1.0]]
+
+
+def test_an_episode_without_samples_holds_zero():
+    grid = np.array([0.0, 1.0])
+    rows = held_rows([np.array([]), np.array([0.5])], [np.array([]), np.array([0.4])], grid)
+    assert rows.tolist() == [[0.0, 0.0], [0.0, 0.4]]
