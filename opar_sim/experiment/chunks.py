@@ -110,7 +110,7 @@ def run_chunk(chunk: Chunk) -> ChunkResult:
                 step_text.append(steps)
             if traces is not None:
                 try:
-                    trace = result_trace(result)
+                    trace = result_trace(result, labels=False)  # the figure draws no labels
                 except UnusualTrace:
                     traces = None
                 else:

@@ -53,7 +53,8 @@ class RunResult:
     summary: dict[str, dict[str, Any]]
     resumed_from: int = 0  # episodes already on disk when the run started
     # with ``keep_traces``: the first trajectories of each controller, in file order (what
-    # ``iter_traces`` would read back); None when they must be read from the files
+    # ``iter_traces`` would read back, without signals, actions and terms: the progress
+    # figure draws none); None when they must be read from the files
     traces: dict[str, list[EpisodeTrace]] | None = None
 
 

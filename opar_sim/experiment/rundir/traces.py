@@ -98,7 +98,7 @@ class UnusualTrace(ValueError):
     """An episode whose trajectory the files would not give back as it is in memory."""
 
 
-def result_trace(result: EpisodeResult) -> EpisodeTrace | None:
+def result_trace(result: EpisodeResult, *, labels: bool = True) -> EpisodeTrace | None:
     """The trace ``iter_traces`` reads back for ``result``'s own steps, built from memory.
 
     The same arrays as its rows parsed from steps.jsonl (JSON keeps a float exactly),
@@ -106,6 +106,9 @@ def result_trace(result: EpisodeResult) -> EpisodeTrace | None:
 
     Args:
         result: A finished episode (its trial already set, as its rows carry it).
+        labels: Fill ``signals`` and ``actions`` too; without, they are empty, as
+            ``terms`` always is (the progress figure draws none of them, and the
+            action labels are most of the cost).
 
     Returns:
         The trajectory, or None for an episode without steps (it has no rows).
@@ -120,30 +123,30 @@ def result_trace(result: EpisodeResult) -> EpisodeTrace | None:
         if any(sub.steps for sub in result.sub_episodes):
             raise UnusualTrace("a sub-agent's block would stand for the episode")
         return None
-    # one pass over the records (this runs in the chunk, for every step the figure draws)
-    step, time, progress, estimate = [], [], [], []
+    nan = math.nan
+    time = [rec.time for rec in steps]
+    progress = [rec.progress for rec in steps]
+    # a NaN or an infinity makes the sum non-finite (a huge finite sum only costs a re-read)
+    if not math.isfinite(sum(time) + sum(progress)):
+        raise UnusualTrace("a time or progress that JSON writes as null")
+    estimate = [
+        nan
+        if rec.evaluation is None or rec.evaluation.delta_task is None
+        else rec.evaluation.delta_task
+        for rec in steps
+    ]
     signals: list[str | None] = []
     actions: list[str | None] = []
-    nan = math.nan
-    for rec in steps:
-        step.append(rec.step)
-        time.append(rec.time)
-        progress.append(rec.progress)
-        ev, dec, action = rec.evaluation, rec.decision, rec.action
-        delta = None if ev is None else ev.delta_task
-        estimate.append(nan if delta is None else delta)
-        signals.append(None if dec is None else dec.signal.value)
-        actions.append(None if action is None else action.label())
-    times, progresses = np.array(time, float), np.array(progress, float)
-    if not (np.isfinite(times).all() and np.isfinite(progresses).all()):
-        raise UnusualTrace("a time or progress that JSON writes as null")
+    if labels:
+        signals = [None if rec.decision is None else rec.decision.signal.value for rec in steps]
+        actions = [None if rec.action is None else rec.action.label() for rec in steps]
     return EpisodeTrace(
         controller=result.controller,
         episode=result.episode,
         agent=result.agent,
-        step=np.array(step, dtype=np.int64),
-        time=times,
-        progress=progresses,
+        step=np.array([rec.step for rec in steps], dtype=np.int64),
+        time=np.array(time, float),
+        progress=np.array(progress, float),
         estimate=np.array(estimate, float),
         signals=signals,
         actions=actions,
