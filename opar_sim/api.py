@@ -42,7 +42,7 @@ from opar_sim.experiment.rundir import (
 from opar_sim.experiment.runner import run_experiment
 from opar_sim.experiment.spec import ExperimentSpec, SpecError
 from opar_sim.figures import write_figures
-from opar_sim.figures.run import write_run_figures
+from opar_sim.figures.run import FIGURE_EPISODES, write_run_figures
 
 SpecLike = ExperimentSpec | Mapping[str, Any] | str | os.PathLike[str]
 """A spec: a validated ``ExperimentSpec``, a mapping of spec keys, a TOML file, or TOML text."""
@@ -245,8 +245,13 @@ def _execute(
     config = ExecutorConfig("serial", 1) if workers <= 1 else ExecutorConfig("process", workers)
     with open_executor(config) as executor:
         result = run_experiment(
-            spec, where, executor=executor, parallelism=config.parallelism, resume=resume
+            spec,
+            where,
+            executor=executor,
+            parallelism=config.parallelism,
+            resume=resume,
+            keep_traces=FIGURE_EPISODES if figures else 0,
         )
     if figures:
-        write_run_figures(spec, result.out)
+        write_run_figures(spec, result.out, result.traces)
     return Run(result.out, spec, result.summary)

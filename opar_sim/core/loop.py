@@ -279,7 +279,7 @@ def _start(
     controller.reset()
     run = _Run([], quality_of=_quality_reader(agent))
     probe = _Probe(task, run, agent)
-    if _implements(controller, TruthReader):  # only a law declared to read the hidden state
+    if implements(controller, TruthReader):  # only a law declared to read the hidden state
         cast(TruthReader, controller).bind_truth(probe)
     return rngs, cost, run, probe
 
@@ -309,7 +309,7 @@ def _effective_quality(agent: Agent, plan: Plan) -> float:
 
 def _quality_reader(agent: Agent) -> Callable[[Plan], float]:
     """How to read a plan's effective quality from ``agent`` (checked once per episode)."""
-    if _implements(agent, ReportsEffectiveQuality):
+    if implements(agent, ReportsEffectiveQuality):
         return cast(ReportsEffectiveQuality, agent).effective_quality
     return _drawn_quality
 
@@ -317,12 +317,19 @@ def _quality_reader(agent: Agent) -> Callable[[Plan], float]:
 _IMPLEMENTS: dict[tuple[type, type], bool] = {}
 
 
-def _implements(part: object, protocol: Any) -> bool:
+def implements(part: object, protocol: Any) -> bool:
     """``isinstance(part, protocol)`` for a runtime protocol, answered once per class.
 
     A protocol check walks the protocol's members (about 10 µs); the episode's parts
     are checked every episode, and their classes do not change.  The answer is kept
     only when the class alone gives it (not members set on the instance).
+
+    Args:
+        part: The episode's agent, controller or task.
+        protocol: A ``runtime_checkable`` protocol.
+
+    Returns:
+        Whether ``part`` implements ``protocol``.
     """
     key = (type(part), protocol)
     known = _IMPLEMENTS.get(key)

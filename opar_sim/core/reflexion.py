@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterable, Sequence
+from typing import cast
 
 import numpy as np
 
@@ -25,7 +26,7 @@ from opar_sim.core.agent import Agent, RemembersCritiques
 from opar_sim.core.controller import Controller
 from opar_sim.core.guardrail import Guardrail
 from opar_sim.core.limits import Limits
-from opar_sim.core.loop import run_episode
+from opar_sim.core.loop import implements, run_episode
 from opar_sim.core.supervisor import Supervisor
 from opar_sim.core.task import Task
 from opar_sim.core.types import EpisodeResult
@@ -101,7 +102,10 @@ def run_attempts(
         the last is the first success, or attempt ``attempts``.
     """
     memory = LongTermMemory(keep)
-    remember = agent.remember if isinstance(agent, RemembersCritiques) else None
+    # the protocol check answered once per class (``implements``), not walked every episode
+    remember = (
+        cast(RemembersCritiques, agent).remember if implements(agent, RemembersCritiques) else None
+    )
     results: list[EpisodeResult] = []
     try:
         for attempt in range(1, attempts + 1):

@@ -36,10 +36,11 @@ class ToolSpec:
         """Return why ``action`` does not fit this tool's schema, or None if it does."""
         key = (self.args, action)
         try:
-            if key in _VALIDATED:
-                return _VALIDATED[key]
+            known = _VALIDATED.get(key, _UNSEEN)  # one lookup: hashing an Action is not free
         except TypeError:  # unhashable argument values: validate every time
             return self._validate(action)
+        if known is not _UNSEEN:
+            return known
         problem = self._validate(action)
         if len(_VALIDATED) < 4096:
             _VALIDATED[key] = problem
@@ -58,6 +59,7 @@ class ToolSpec:
 # Validation verdicts of recently seen actions: the simulated agent proposes the same
 # few actions over and over, and pydantic validation would dominate a step's cost.
 _VALIDATED: dict[tuple[type[BaseModel], Action], str | None] = {}
+_UNSEEN = "\0unseen"  # not a verdict: an action not validated yet
 
 
 TaskEvent = Generator[simpy.Event, Any, ActionResult]

@@ -18,7 +18,13 @@ from opar_sim.core.agent import LogsCalls
 from opar_sim.core.reflexion import run_attempts
 from opar_sim.core.seeding import episode_seed
 from opar_sim.experiment.build import Components, build
-from opar_sim.experiment.rundir import call_lines, episode_lines
+from opar_sim.experiment.rundir import (
+    EpisodeTrace,
+    UnusualTrace,
+    call_lines,
+    episode_lines,
+    result_trace,
+)
 from opar_sim.experiment.spec import ExperimentSpec
 
 _SPECS: dict[str, ExperimentSpec] = {}
@@ -33,6 +39,7 @@ class Chunk:
     start: int
     stop: int
     with_steps: bool = True
+    traces: bool = False  # also send back each episode's trajectory (``run``'s figure)
 
     def __post_init__(self) -> None:
         if not 0 <= self.start < self.stop:
@@ -47,6 +54,10 @@ class ChunkResult:
     episodes: str
     steps: str
     calls: str = ""  # LLM agents: calls.jsonl lines
+    # with ``chunk.traces``: the trajectories its steps.jsonl lines read back as (episodes
+    # without steps have none), so the parent draws without reading the file again;
+    # None when an episode's would not read back the same (the parent reads the file)
+    traces: list[EpisodeTrace] | None = None
 
 
 def _components(spec_json: str) -> tuple[ExperimentSpec, Components]:
@@ -70,6 +81,7 @@ def run_chunk(chunk: Chunk) -> ChunkResult:
     step_text: list[str] = []
     call_text: list[str] = []
     drain_calls = agent.drain_calls if isinstance(agent, LogsCalls) else None
+    traces: list[EpisodeTrace] | None = [] if chunk.traces else None
     for i, trial in _episode_trials(chunk, spec.trials):
         started = time.perf_counter()
         # Reflexion attempts (1 by default) and guardrails (None by default); a fresh
@@ -96,7 +108,15 @@ def run_chunk(chunk: Chunk) -> ChunkResult:
             episode_text.append(episode)
             if chunk.with_steps:
                 step_text.append(steps)
-    return ChunkResult(chunk, "".join(episode_text), "".join(step_text), "".join(call_text))
+            if traces is not None:
+                try:
+                    trace = result_trace(result, labels=False)  # the figure draws no labels
+                except UnusualTrace:
+                    traces = None
+                else:
+                    if trace is not None:
+                        traces.append(trace)
+    return ChunkResult(chunk, "".join(episode_text), "".join(step_text), "".join(call_text), traces)
 
 
 def _episode_trials(chunk: Chunk, trials: int) -> Iterator[tuple[int, int]]:
@@ -107,12 +127,26 @@ def _episode_trials(chunk: Chunk, trials: int) -> Iterator[tuple[int, int]]:
 
 
 def plan_chunks(
-    spec: ExperimentSpec, skip: int = 0, parallelism: int = 1, with_steps: bool = True
+    spec: ExperimentSpec,
+    skip: int = 0,
+    parallelism: int = 1,
+    with_steps: bool = True,
+    traces: int = 0,
 ) -> list[Chunk]:
     """All chunks of a spec in file order (controller, then episode), after ``skip`` episodes.
 
     Chunks are small enough to keep every worker busy and to stream results,
     and large enough that sending them costs little next to running them.
+
+    Args:
+        spec: The spec.
+        skip: Episodes already done, counted over the controllers in file order.
+        parallelism: The executor's workers.
+        with_steps: Send back the steps.jsonl lines.
+        traces: Send back the trajectories of the chunks that start below this episode.
+
+    Returns:
+        The chunks, in file order.
     """
     spec_json = spec.model_dump_json()
     size = max(1, min(50, spec.episodes // (8 * parallelism) or 1, 50 // spec.trials or 1))
@@ -121,5 +155,5 @@ def plan_chunks(
         first = max(0, skip - c * spec.episodes)
         for start in range(first, spec.episodes, size):
             stop = min(spec.episodes, start + size)
-            chunks.append(Chunk(spec_json, c, start, stop, with_steps))
+            chunks.append(Chunk(spec_json, c, start, stop, with_steps, start < traces))
     return chunks

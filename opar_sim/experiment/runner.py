@@ -28,6 +28,7 @@ from opar_sim.experiment.executors import SerialExecutor
 from opar_sim.experiment.rundir import (
     SPEC_FILE,
     SUMMARY_FILE,
+    EpisodeTrace,
     Repair,
     RunWriter,
     episode_key,
@@ -51,6 +52,10 @@ class RunResult:
     out: Path
     summary: dict[str, dict[str, Any]]
     resumed_from: int = 0  # episodes already on disk when the run started
+    # with ``keep_traces``: the first trajectories of each controller, in file order (what
+    # ``iter_traces`` would read back, without signals, actions and terms: the progress
+    # figure draws none); None when they must be read from the files
+    traces: dict[str, list[EpisodeTrace]] | None = None
 
 
 def run_experiment(
@@ -63,6 +68,7 @@ def run_experiment(
     on_progress: Callable[[int], None] | None = None,
     on_note: Callable[[str], None] | None = None,
     engine: str = "simpy",
+    keep_traces: int = 0,
 ) -> RunResult:
     """Run every episode of ``spec`` (every controller, same seeds) into ``out``.
 
@@ -76,6 +82,9 @@ def run_experiment(
         on_progress: Called with the number of episodes each finished chunk adds.
         on_note: Called with each thing ``--resume`` repaired or cut.
         engine: ``"simpy"`` (the reference) or ``"batch"`` (``opar_sim.experiment.batch``).
+        keep_traces: Collect up to this many trajectories per controller as the
+            episodes run (``RunResult.traces``, for ``run``'s figure), so nothing
+            reads steps.jsonl back; 0 (the default) collects none.
 
     Returns:
         The run directory and its per-controller summary.
@@ -88,6 +97,7 @@ def run_experiment(
         on_progress=on_progress,
         on_note=on_note,
         engine=engine,
+        keep_traces=keep_traces,
     )[0]
 
 
@@ -101,6 +111,7 @@ def run_many(
     on_run: Callable[[int], None] | None = None,
     on_note: Callable[[str], None] | None = None,
     engine: str = "simpy",
+    keep_traces: int = 0,
 ) -> list[RunResult]:
     """Run several experiments as one stream of chunks, each into its own directory.
 
@@ -117,6 +128,8 @@ def run_many(
         on_note: Called with each thing ``--resume`` repaired or cut, per run.
         engine: ``"simpy"`` (the reference, on ``executor``) or ``"batch"`` (the
             lockstep engine, in this process; no ``resume``).
+        keep_traces: Collect up to this many trajectories per controller of each
+            run that starts afresh on the SimPy engine (``RunResult.traces``).
 
     Returns:
         One result per run, in the order of ``runs``.
@@ -148,7 +161,8 @@ def run_many(
     chunks: list[Chunk] = []
     owner: list[int] = []
     for index, ((spec, _), skip) in enumerate(zip(runs, done, strict=True)):
-        planned = plan_chunks(spec, skip=skip, parallelism=parallelism)
+        wanted = keep_traces if skip == 0 and engine == "simpy" else 0
+        planned = plan_chunks(spec, skip=skip, parallelism=parallelism, traces=wanted)
         chunks += planned
         owner += [index] * len(planned)
     writer = RunWriter(runs, on_run, starts)
@@ -164,6 +178,7 @@ def run_many(
         finally:
             writer.close()
         return [finish_run(spec, out) for spec, out in runs]
+    kept = [_Kept(keep_traces) if keep_traces and not skip else None for skip in done]
     try:
         stream = run_in_order(executor or SerialExecutor(), chunks, 2 * parallelism + 1)
         for index, result in zip(owner, stream, strict=True):
@@ -171,14 +186,53 @@ def run_many(
             first = c.controller * runs[index][0].episodes
             units = (first + c.start, first + c.stop)
             writer.write(index, units, result.episodes, result.steps, result.calls)
+            keeper = kept[index]
+            if keeper is not None and c.traces:
+                keeper.add(result.traces)
             if on_progress is not None:
                 on_progress(result.chunk.stop - result.chunk.start)
     finally:
         writer.close()
-    return [
-        finish_run(spec, out, resumed_from=skip)
-        for (spec, out), skip in zip(runs, done, strict=True)
-    ]
+    finished: list[RunResult] = []
+    for (spec, out), skip, keeper in zip(runs, done, kept, strict=True):
+        finished.append(finish_run(spec, out, resumed_from=skip))
+        if keeper is not None:
+            finished[-1].traces = keeper.traces(spec)
+    return finished
+
+
+class _Kept:
+    """The first ``limit`` trajectories of each controller of one run, as chunks arrive."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.by_controller: dict[str, list[EpisodeTrace]] | None = {}
+
+    def add(self, traces: list[EpisodeTrace] | None) -> None:
+        """Keep a chunk's trajectories (None: one would not read back the same)."""
+        if traces is None:
+            self.by_controller = None
+        if self.by_controller is None or traces is None:
+            return
+        for trace in traces:
+            mine = self.by_controller.setdefault(trace.controller, [])
+            if len(mine) < self.limit:
+                mine.append(trace)
+
+    def traces(self, spec: ExperimentSpec) -> dict[str, list[EpisodeTrace]] | None:
+        """What was kept, or None when the files must be read instead.
+
+        Chunks starting at or past ``limit`` episodes send no trajectories: a
+        controller short of ``limit`` in a larger run (episodes without steps) is
+        completed from the files.
+        """
+        found = self.by_controller
+        if found is None or spec.episodes <= self.limit:
+            return found
+        names = [c.name for c in spec.controller_list()]
+        if len(found) < len(names) or any(len(v) < self.limit for v in found.values()):
+            return None
+        return found
 
 
 def _started(out: Path) -> bool:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import simpy
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import environments
 from environments.checker import TaskCheckError, check_task
@@ -86,3 +88,12 @@ def test_weather_expert_solves_the_toy_in_two_steps():
     assert task.progress == 0.5
     run_tool(task, task.expert_action())
     assert task.complete and task.progress == 1.0
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.floats(0.0, 1e9, allow_nan=False) | st.integers(0, 10**6).map(lambda k: k + 0.5))
+def test_flight_booking_whole_is_round_to_zero_digits(price: float) -> None:
+    """``_whole`` is ``round(x, 0)`` bit for bit (ties to even included) on fares."""
+    from environments.flight_booking import _whole
+
+    assert repr(_whole(price)) == repr(round(price, 0))

@@ -159,3 +159,21 @@ def test_run_and_sweep_take_engine_batch(
     ]
     assert main(bad) == 2
     assert "no batch twin" in capsys.readouterr().err
+
+
+def test_run_refuses_engine_batch_before_any_output(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A task without a vectorised model: exit 2, one line, no progress bar, nothing written."""
+    from opar_sim.cli.main import main
+
+    out = tmp_path / "x"
+    spec = ROOT / "experiments" / "weather.toml"
+    assert main(["run", str(spec), "--engine", "batch", "--out", str(out)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.strip().splitlines() == [
+        "opar-sim: error: --engine batch: no vectorised model of task 'weather' "
+        "(only 'flight_booking') (use the SimPy engine)"
+    ]
+    assert not out.exists()

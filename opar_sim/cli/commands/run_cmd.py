@@ -18,6 +18,7 @@ from opar_sim.cli.commands.common import (
 from opar_sim.cli.llm_costs import print_llm_costs
 from opar_sim.cli.render import is_llm, llm_steps, progress_bar
 from opar_sim.cli.tables import outcome_table, summary_table
+from opar_sim.experiment.batch import check_batch
 from opar_sim.experiment.build import load_spec
 from opar_sim.experiment.edit import with_overrides
 from opar_sim.experiment.executors import ExecutorConfig, fit_to_size, open_executor
@@ -64,6 +65,9 @@ def execute(
     Returns:
         The finished run.
     """
+    engine = getattr(args, "engine", "simpy")
+    if engine == "batch":
+        check_batch(spec)  # refused in one line before anything is printed or written
     out = out_dir(args, spec.name)
     require_backends(spec)
     if not args.resume:
@@ -73,6 +77,8 @@ def execute(
     if llm and args.workers is None and not (args.scheduler or args.dask_local):
         config = ExecutorConfig("serial", 1)  # one model in this process, and a live view
     names = [c.name for c in spec.controller_list()]
+    from opar_sim.figures.run import FIGURE_EPISODES  # the module imports matplotlib lazily
+
     config, note = fit_to_size(config, spec.episodes * spec.trials * len(names))
     console.print(
         f"[bold]{spec.name}[/]: task [cyan]{spec.task.name}[/], controllers "
@@ -96,7 +102,8 @@ def execute(
             resume=args.resume,
             on_progress=lambda n: bar.advance(job, n),
             on_note=lambda note: console.print(f"resume: {note}", markup=False, highlight=False),
-            engine=getattr(args, "engine", "simpy"),
+            engine=engine,
+            keep_traces=FIGURE_EPISODES,  # the figure's trajectories, collected as it runs
         )
     if tables:
         console.print(summary_table(result.summary, f"{spec.name}: means per episode").to_rich())
@@ -105,7 +112,7 @@ def execute(
     console.print(f"run directory: [green]{escape(str(result.out))}[/]")
     from opar_sim.figures.run import write_run_figures  # matplotlib only when drawing
 
-    for figure in write_run_figures(spec, result.out):
+    for figure in write_run_figures(spec, result.out, result.traces):
         console.print(f"figure: [green]{escape(str(figure))}[/]")
     print_llm_costs(result.out, console)
     return result

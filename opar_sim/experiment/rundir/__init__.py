@@ -43,7 +43,13 @@ from opar_sim.experiment.rundir.rows import (
     step_row,
     to_line,
 )
-from opar_sim.experiment.rundir.traces import EpisodeTrace, find_trace, iter_traces
+from opar_sim.experiment.rundir.traces import (
+    EpisodeTrace,
+    UnusualTrace,
+    find_trace,
+    iter_traces,
+    result_trace,
+)
 
 __all__ = [
     "CALLS_FILE",
@@ -60,6 +66,7 @@ __all__ = [
     "Repair",
     "RunDirError",
     "RunWriter",
+    "UnusualTrace",
     "call_lines",
     "check_run_dir",
     "default_run_dir",
@@ -74,6 +81,7 @@ __all__ = [
     "read_json",
     "read_jsonl",
     "read_spec",
+    "result_trace",
     "resume_point",
     "resume_run",
     "rows",

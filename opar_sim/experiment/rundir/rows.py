@@ -51,7 +51,7 @@ def episode_key(row: dict[str, Any]) -> EpisodeKey:
 def step_row(result: EpisodeResult, rec: StepRecord) -> dict[str, Any]:
     """The steps.jsonl row of one step of an episode."""
     action, res, ev, dec = rec.action, rec.result, rec.evaluation, rec.decision
-    return {
+    row = {
         "episode": result.episode,
         "agent": result.agent,
         "controller": result.controller,
@@ -94,7 +94,10 @@ def step_row(result: EpisodeResult, rec: StepRecord) -> dict[str, Any]:
         "memory": rec.memory,
         "intercepted": rec.intercepted,
         "attempt": result.attempt,
-    } | _trial(result)
+    }
+    if result.trial is not None:  # as ``_trial``, set in place: no copy of the row per step
+        row["trial"] = result.trial
+    return row
 
 
 def episode_row(result: EpisodeResult) -> dict[str, Any]:

@@ -19,6 +19,7 @@ import numpy as np
 import numpy.typing as npt
 
 from opar_sim.core.frames import to_frame
+from opar_sim.core.types import EpisodeResult
 from opar_sim.experiment.rundir.files import RunDirError, rows
 from opar_sim.experiment.rundir.rows import EpisodeKey, episode_key
 
@@ -90,6 +91,67 @@ def _trace(rows: list[dict[str, Any]]) -> EpisodeTrace:
         terms=terms,
         attempt=int(first.get("attempt") or 1),
         trial=int(first.get("trial") or 1),
+    )
+
+
+class UnusualTrace(ValueError):
+    """An episode whose trajectory the files would not give back as it is in memory."""
+
+
+def result_trace(result: EpisodeResult, *, labels: bool = True) -> EpisodeTrace | None:
+    """The trace ``iter_traces`` reads back for ``result``'s own steps, built from memory.
+
+    The same arrays as its rows parsed from steps.jsonl (JSON keeps a float exactly),
+    so ``run`` can draw its figure without reading the file again.
+
+    Args:
+        result: A finished episode (its trial already set, as its rows carry it).
+        labels: Fill ``signals`` and ``actions`` too; without, they are empty, as
+            ``terms`` always is (the progress figure draws none of them, and the
+            action labels are most of the cost).
+
+    Returns:
+        The trajectory, or None for an episode without steps (it has no rows).
+
+    Raises:
+        UnusualTrace: a time or progress that is not a finite number (JSON writes it
+            as null), or a parent without steps whose sub-agents have some (the file
+            would give the sub-agent's block as the episode's own); read the file.
+    """
+    steps = result.steps
+    if not steps:
+        if any(sub.steps for sub in result.sub_episodes):
+            raise UnusualTrace("a sub-agent's block would stand for the episode")
+        return None
+    nan = math.nan
+    time = [rec.time for rec in steps]
+    progress = [rec.progress for rec in steps]
+    # a NaN or an infinity makes the sum non-finite (a huge finite sum only costs a re-read)
+    if not math.isfinite(sum(time) + sum(progress)):
+        raise UnusualTrace("a time or progress that JSON writes as null")
+    estimate = [
+        nan
+        if rec.evaluation is None or rec.evaluation.delta_task is None
+        else rec.evaluation.delta_task
+        for rec in steps
+    ]
+    signals: list[str | None] = []
+    actions: list[str | None] = []
+    if labels:
+        signals = [None if rec.decision is None else rec.decision.signal.value for rec in steps]
+        actions = [None if rec.action is None else rec.action.label() for rec in steps]
+    return EpisodeTrace(
+        controller=result.controller,
+        episode=result.episode,
+        agent=result.agent,
+        step=np.array([rec.step for rec in steps], dtype=np.int64),
+        time=np.array(time, float),
+        progress=np.array(progress, float),
+        estimate=np.array(estimate, float),
+        signals=signals,
+        actions=actions,
+        attempt=result.attempt or 1,
+        trial=result.trial or 1,
     )
 
 
