@@ -162,3 +162,46 @@ def test_calibrate_reports_the_held_out_table(own, capsys):
     assert report["validation"]["in_sample"]["held_out"] is False
     assert set(report["validation"]["effect"]) == {"mean", "slope", "sd"}
     assert all(math.isfinite(report["params"][k]) for k in ("task_effect_mean", "task_effect_sd"))
+
+
+# -- the latent task length ------------------------------------------------------------------
+
+
+def test_length_weights_are_the_negative_binomial_on_consecutive_lengths():
+    from scipy import stats
+
+    lengths = np.arange(0.0, 13.0)
+    table = h.Table(np.array(h.U_GRID), {}, {}, 0, lengths)
+    m, k = 2.2, 0.7
+    w = h.length_weights(table, h.Effect(0.0, 0.0, 1.0, m, k))
+    dist = stats.nbinom(k, k / (k + m))
+    expected = np.append(dist.pmf(np.arange(12)), dist.sf(11))  # the tail on the last length
+    assert w == pytest.approx(expected, abs=1e-12)
+
+
+def test_length_weights_on_a_sparse_grid_keep_the_mean():
+    """An integer between two grid lengths shares its mass linearly: E[min(r, top)] is kept."""
+    from scipy import stats
+
+    table = h.Table(np.array(h.U_GRID), {}, {}, 0, np.array([float(r) for r in h.LENGTH_GRID]))
+    m, k = 3.5, 1.8
+    w = h.length_weights(table, h.Effect(0.0, 0.0, 1.0, m, k))
+    dist = stats.nbinom(k, k / (k + m))
+    top = h.LENGTH_GRID[-1]
+    capped = float(np.dot(dist.pmf(np.arange(top)), np.arange(top)) + top * dist.sf(top - 1))
+    assert w.sum() == pytest.approx(1.0, abs=1e-12)
+    assert float(np.dot(w, table.lengths)) == pytest.approx(capped, abs=1e-9)
+    # without a fitted length (or a table without lengths) all weight is on the first
+    assert h.length_weights(table, h.Effect(0.0, 0.0, 1.0)).tolist() == [1.0] + [0.0] * 10
+
+
+def test_cell_weights_are_length_major_products():
+    table = h.Table(np.array(h.U_GRID), {}, {}, 0, np.array([0.0, 1.0, 2.0]))
+    effect = h.Effect(0.5, 0.25, 1.0, 0.8, 2.0)
+    joint = h.cell_weights(table, 2.0, effect)
+    pi = h.length_weights(table, effect)
+    w = h.grid_weights(table, 0.5 + 0.25 * 2.0, 1.0)
+    assert joint.shape == (3 * len(h.U_GRID),)
+    assert joint.reshape(3, -1) == pytest.approx(np.outer(pi, w), abs=1e-15)
+    both = h.cell_weights(table, np.array([2.0, 0.0]), effect)
+    assert both.shape == (2, 3 * len(h.U_GRID)) and both[0] == pytest.approx(joint, abs=1e-15)
