@@ -12,9 +12,11 @@ Goal
     action count), they also make up what the writes and their lookups lack of it.
     With ``extra_reads_mean`` set, every world also needs a latent number r of
     further lookups, drawn per world from a negative binomial (mean
-    ``extra_reads_mean``, size ``extra_reads_size``; size 1 is a geometric) on a
+    ``extra_reads_mean`` · exp(``extra_reads_slope`` · writes), size
+    ``extra_reads_size``; size 1 is a geometric) on a
     stream derived from the world's stream, so all the trials of a world share
-    it and no other draw moves; r is independent of the writes and not among
+    it and no other draw moves; r is independent of the writes (but for its mean's
+    ``extra_reads_slope``) and not among
     the world's known features (``actions`` counts it, as the expert's sequence
     does).  ``extra_reads`` fixes r instead (a calibration table's cell).
 Tools
@@ -45,6 +47,7 @@ Version history
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -95,6 +98,12 @@ class ToolChainParams(BaseModel):
         gt=0,
         le=1000,
         description="size (dispersion) of r's negative binomial: 1 is a geometric, large a Poisson",
+    )
+    extra_reads_slope: float = Field(
+        0.0,
+        ge=-5,
+        le=5,
+        description="r's mean is extra_reads_mean * exp(extra_reads_slope * writes)",
     )
     extra_reads: int | None = Field(
         None, ge=0, le=100, description="if set, every world's r (the draw is skipped)"
@@ -170,8 +179,9 @@ class ToolChain(SimTask):
         if p.extra_reads_mean <= 0:
             return 0
         size = p.extra_reads_size
+        mean = p.extra_reads_mean * math.exp(p.extra_reads_slope * self.writes)
         rng = derived(self.rng, LENGTH_STREAM)
-        return int(rng.negative_binomial(size, size / (size + p.extra_reads_mean)))
+        return int(rng.negative_binomial(size, size / (size + mean)))
 
     def _apply(self, action: Action) -> ActionResult:
         nxt = self._sequence[self.done] if self.done < len(self._sequence) else None

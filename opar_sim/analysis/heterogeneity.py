@@ -450,7 +450,8 @@ class Effect:
     """The fitted task effect u = mean + slope · x + sd · z, and the latent length if fitted.
 
     ``length_mean`` and ``length_size`` are the negative binomial's mean m and size k
-    of the latent extra lookups r (None: no latent length).
+    of the latent extra lookups r (None: no latent length); with ``length_slope`` c
+    the mean depends on the feature: m · exp(c · x) (None: not fitted, c = 0).
     """
 
     mean: float
@@ -458,6 +459,7 @@ class Effect:
     sd: float
     length_mean: float | None = None
     length_size: float | None = None
+    length_slope: float | None = None
 
     def params(self) -> dict[str, float]:
         """As the simulated agent's knobs."""
@@ -471,20 +473,25 @@ class Effect:
         """The latent length as the task's knobs (``tool_chain``'s); empty without it."""
         if self.length_mean is None or self.length_size is None:
             return {}
-        return {
+        out = {
             "extra_reads_mean": round(self.length_mean, 4),
             "extra_reads_size": round(self.length_size, 4),
         }
+        if self.length_slope is not None:
+            out["extra_reads_slope"] = round(self.length_slope, 4)
+        return out
 
     def to_dict(self) -> dict[str, float]:
         """As a JSON-ready mapping (the length's entries only when it is fitted)."""
         out = {"mean": self.mean, "slope": self.slope, "sd": self.sd}
         if self.length_mean is not None and self.length_size is not None:
             out |= {"length_mean": self.length_mean, "length_size": self.length_size}
+            if self.length_slope is not None:
+                out["length_slope"] = self.length_slope
         return out
 
 
-def length_weights(table: Table, effect: Effect) -> np.ndarray:
+def length_weights(table: Table, effect: Effect, feature: float = 0.0) -> np.ndarray:
     """The weight π(r) of each of the table's latent lengths under the effect's negative binomial.
 
     The negative binomial (mean m, size k) is evaluated on the integers; an integer
@@ -495,6 +502,7 @@ def length_weights(table: Table, effect: Effect) -> np.ndarray:
     Args:
         table: The table (its ``lengths``).
         effect: The fitted effect; without a length, all weight on the first length.
+        feature: The task's feature x (the mean is m · exp(c · x) with a ``length_slope``).
 
     Returns:
         Weights over ``table.lengths`` summing to 1.
@@ -506,7 +514,8 @@ def length_weights(table: Table, effect: Effect) -> np.ndarray:
         return out
     top = int(grid[-1])
     r = np.arange(top + 1)
-    m, k = max(effect.length_mean, 1e-9), effect.length_size
+    m = effect.length_mean * math.exp((effect.length_slope or 0.0) * feature)
+    m, k = min(max(m, 1e-9), float(top)), effect.length_size
     log_p = (
         np.array([math.lgamma(v + k) - math.lgamma(k) - math.lgamma(v + 1) for v in r])
         + k * math.log(k / (k + m))
@@ -537,11 +546,10 @@ def cell_weights(table: Table, features: float | np.ndarray, effect: Effect) -> 
         feature value, (tasks, rows) for an array.
     """
     x = np.asarray(features, dtype=float)
-    w = grid_weights(table, effect.mean + effect.slope * x, effect.sd)
-    pi = length_weights(table, effect)
-    joint: np.ndarray = (pi[:, None] * np.atleast_2d(w)[:, None, :]).reshape(
-        np.atleast_2d(w).shape[0], -1
-    )
+    w = np.atleast_2d(grid_weights(table, effect.mean + effect.slope * x, effect.sd))
+    cache = {v: length_weights(table, effect, v) for v in {float(v) for v in np.atleast_1d(x)}}
+    pi = np.stack([cache[float(v)] for v in np.atleast_1d(x)])  # (tasks, lengths)
+    joint: np.ndarray = (pi[:, :, None] * w[:, None, :]).reshape(w.shape[0], -1)
     return joint if np.ndim(x) else joint[0]
 
 
@@ -555,18 +563,25 @@ def loglik(table: Table, tasks: Sequence[TaskRuns], ll: np.ndarray, effect: Effe
 
 
 def fit_effect(
-    table: Table, tasks: Sequence[TaskRuns], ll: np.ndarray, homogeneous: bool = False
+    table: Table,
+    tasks: Sequence[TaskRuns],
+    ll: np.ndarray,
+    homogeneous: bool = False,
+    length_slope: bool = False,
 ) -> Effect:
     """The maximum-likelihood task effect (μ, b, σ); with ``homogeneous``, b = σ = 0.
 
     A table with the latent length also fits its negative binomial's mean and size
-    (m, k), whatever ``homogeneous`` says (it concerns the shift).
+    (m, k), whatever ``homogeneous`` says (it concerns the shift), and with
+    ``length_slope`` the mean's dependence on the feature, m · exp(c · x).
 
     Args:
         table: The simulated table.
         tasks: The tasks fitted.
         ll: Their ``cell_loglik`` rows.
         homogeneous: Fit one shift for every task (no feature effect, no spread).
+        length_slope: Also fit the latent length's dependence on the feature (a table
+            with lengths, tasks of more than one feature value).
 
     Returns:
         The fitted effect.
@@ -578,13 +593,18 @@ def fit_effect(
     lo, hi = float(table.u[0]), float(table.u[-1])
 
     lengths = table.has_lengths
+    by_feature = lengths and length_slope and varying
     top = float(table.lengths[-1])
 
     def unpack(v: np.ndarray) -> Effect:
-        length: tuple[float | None, float | None] = (None, None)
-        if lengths:  # the last two: log m and log k
+        length: tuple[float | None, float | None, float | None] = (None, None, None)
+        if by_feature:  # the last: the slope c of log m
+            length = (None, None, float(np.clip(v[-1], -3.0, 3.0)))
+            v = v[:-1]
+        if lengths:  # then log m and log k
             m = float(np.clip(math.exp(np.clip(v[-2], -12.0, 5.0)), 1e-4, top))
-            length = (m, float(np.clip(math.exp(np.clip(v[-1], -8.0, 8.0)), 0.05, 200.0)))
+            k = float(np.clip(math.exp(np.clip(v[-1], -8.0, 8.0)), 0.05, 200.0))
+            length = (m, k, length[2])
             v = v[:-2]
         mean = float(np.clip(v[0], lo, hi))
         if homogeneous:
@@ -596,16 +616,19 @@ def fit_effect(
         return -loglik(table, tasks, ll, unpack(v))
 
     best: Any = None
-    for start_mean in (-1.0, 1.0, 3.0):
+    # the latent length's likelihood has several modes (a wide shift or a wide length):
+    # with it, every start of the shift's mean is tried with a narrow and a wide spread
+    spreads = (1.0, 3.0) if lengths and not homogeneous else (1.0,)
+    for start_mean, start_sd in ((m, s) for m in (-1.0, 1.0, 3.0) for s in spreads):
         if homogeneous:
             start = np.array([start_mean])
         elif varying:
-            start = np.array([start_mean, -0.5, math.log(1.0)])
+            start = np.array([start_mean, -0.5, math.log(start_sd)])
         else:
-            start = np.array([start_mean, math.log(1.0)])
+            start = np.array([start_mean, math.log(start_sd)])
         options: dict[str, Any] = {"xatol": 1e-3, "fatol": 1e-4}
         if lengths:  # log m, log k from 2 and 1, and a simplex of steps 0.5 (not scipy's 5 %)
-            start = np.concatenate([start, [math.log(2.0), 0.0]])
+            start = np.concatenate([start, [math.log(2.0), 0.0] + ([0.0] if by_feature else [])])
             options["initial_simplex"] = np.vstack([start, start + 0.5 * np.eye(len(start))])
             options["maxiter"] = 400 * len(start)
         res = minimize(nll, start, method="Nelder-Mead", options=options)
@@ -1077,6 +1100,7 @@ def fit_structures(
     tasks: Sequence[TaskRuns],
     rows: Sequence[int],
     homogeneous: bool,
+    length_slope: bool = False,
 ) -> Fitted:
     """The maximum-likelihood structure and task effect for the tasks at ``rows``.
 
@@ -1086,13 +1110,14 @@ def fit_structures(
         tasks: The tasks at ``rows``.
         rows: Their positions in the record (rows of ``lls``).
         homogeneous: Fit one shift for every task.
+        length_slope: Fit the latent length's dependence on the feature (``fit_effect``).
 
     Returns:
         The best structure with its fitted effect.
     """
     best: Fitted | None = None
     for (label, table), ll in zip(tables, lls, strict=True):
-        effect = fit_effect(table, tasks, ll[rows], homogeneous)
+        effect = fit_effect(table, tasks, ll[rows], homogeneous, length_slope)
         value = loglik(table, tasks, ll[rows], effect)
         if best is None or value > best.loglik:
             best = Fitted(label, table, effect, value)
@@ -1160,6 +1185,7 @@ def validate(
     folds: int = 5,
     seed: int = 0,
     homogeneous: bool = False,
+    length_slope: bool = False,
 ) -> Validation:
     """Fit on all tasks, and fit-and-predict each task fold on the others (module docstring).
 
@@ -1173,6 +1199,8 @@ def validate(
         folds: How many task folds (at most the number of tasks, at least 2).
         seed: Seeds the fold split, the bootstrap and the model draws.
         homogeneous: Fit one shift for every task (a model without heterogeneity).
+        length_slope: With a table of latent lengths, fit their mean's dependence on the
+            feature too.
 
     Returns:
         The validation; ``fits`` is its verdict.
@@ -1185,11 +1213,13 @@ def validate(
     ks = min(MAX_K, min(len(t.success) for t in record.tasks))
     rng = np.random.default_rng(seed)
     lls = [cell_loglik(table, record.tasks) for _, table in named]
-    fitted = fit_structures(named, lls, record.tasks, list(range(n)), homogeneous)
+    fitted = fit_structures(named, lls, record.tasks, list(range(n)), homogeneous, length_slope)
     checks, fits, parts = [], [], []
     for f, held in enumerate(folds_by_task(n, k, seed)):
         train = [i for i in range(n) if i not in set(held)]
-        fold_fit = fit_structures(named, lls, record.subset(train), train, homogeneous)
+        fold_fit = fit_structures(
+            named, lls, record.subset(train), train, homogeneous, length_slope
+        )
         part = (record.subset(held), fold_fit)
         checks.append(_check(f"fold {f + 1}", [part], ks, rng))
         fits.append(fold_fit)

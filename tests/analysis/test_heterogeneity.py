@@ -205,3 +205,44 @@ def test_cell_weights_are_length_major_products():
     assert joint.reshape(3, -1) == pytest.approx(np.outer(pi, w), abs=1e-15)
     both = h.cell_weights(table, np.array([2.0, 0.0]), effect)
     assert both.shape == (2, 3 * len(h.U_GRID)) and both[0] == pytest.approx(joint, abs=1e-15)
+
+
+TEST_LENGTHS = (0, 2, 4, 6, 9)  # a coarser grid than calibrate's LENGTH_GRID: a faster table
+
+
+@pytest.fixture(scope="module")
+def length_table():
+    """The model's table with the latent length: a cell per (writes, r, u), 48 episodes each."""
+    spec = load_spec(MODEL)
+    return h.build_table(spec, FEATURES, "write_actions", 48, seed=0, lengths=TEST_LENGTHS)
+
+
+@pytest.fixture(scope="module")
+def spread_lengths(tmp_path_factory):
+    """A truth whose tasks differ in length at one write count: r ~ geometric, mean 3."""
+    changes = {
+        "agent.params.task_effect_mean": 1.0,
+        "agent.params.task_effect_slope": -0.5,
+        "agent.params.task_effect_sd": 1.5,
+        "task.params.extra_reads_mean": 3.0,
+        "task.params.extra_reads_size": 1.0,
+    }
+    return _record(tmp_path_factory, "lengths", changes)
+
+
+def test_a_task_length_spread_is_detected_without_the_latent_length(spread_lengths, table):
+    wrong = h.validate(spread_lengths, table, folds=5, seed=0)
+    assert not wrong.fits
+    assert "KS tool calls" in wrong.pooled.failures()  # the lengths of runs, not the successes
+
+
+def test_the_latent_length_fits_a_task_length_spread(spread_lengths, length_table):
+    right = h.validate(spread_lengths, length_table, folds=5, seed=0)
+    assert right.fits, right.failures()
+    assert 1.5 < right.effect.length_mean < 5.0  # the truth's 3 (geometric: a wide estimate)
+
+
+def test_a_record_of_the_model_fits_with_the_latent_length_too(own, length_table):
+    v = h.validate(own, length_table, folds=5, seed=0)
+    assert v.fits, v.failures()
+    assert v.effect.length_mean is not None and v.effect.length_mean < 0.5  # the truth has none
