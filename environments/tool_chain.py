@@ -42,7 +42,8 @@ Version history
     v0: first version.
     v1: ``actions`` (opt-in, default unset: v0's worlds unchanged).
     v2: ``extra_reads_mean``, ``extra_reads_size``, ``extra_reads``: a per-world latent
-        length (opt-in, default off: v1's worlds unchanged).
+        length; ``wrong_write_done_share``: wrong writes that look like the last step (both
+        opt-in, default off: v1's worlds unchanged).
 """
 
 from __future__ import annotations
@@ -110,6 +111,13 @@ class ToolChainParams(BaseModel):
     )
     wrong_write_share: float = Field(
         0.3, ge=0, le=1, description="share of the agent's wrong actions that are wrong writes"
+    )
+    wrong_write_done_share: float = Field(
+        0.0,
+        ge=0,
+        le=1,
+        description="share of the wrong writes that look like the last step (the agent "
+        "believes the task done: a real agent's wrong booking that ends its conversation)",
     )
     result_tokens: int = Field(80, ge=1, description="tokens of a lookup's result")
     tools: ToolParams = ToolParams(latency_median=0.5, timeout=5.0, failure_rate=0.01)
@@ -183,6 +191,17 @@ class ToolChain(SimTask):
         rng = derived(self.rng, LENGTH_STREAM)
         return int(rng.negative_binomial(size, size / (size + mean)))
 
+    def _looks_done(self, action: Action) -> bool:
+        """Whether a wrong write is one of the ``wrong_write_done_share`` that look final."""
+        share = self.params.wrong_write_done_share
+        if share <= 0:
+            return False
+        bad = round(self.params.wrong_write_share * WRONG_CHOICES)
+        key = str(action.arg("key"))
+        if not key.startswith("wrong "):
+            return False
+        return int(key.split()[1]) < round(share * bad)
+
     def _apply(self, action: Action) -> ActionResult:
         nxt = self._sequence[self.done] if self.done < len(self._sequence) else None
         if nxt is not None and action == nxt:
@@ -191,6 +210,8 @@ class ToolChain(SimTask):
         elif action.tool == "write":
             self.broken = True
             self.seen = min(len(self._sequence), self.seen + 1)  # it looks like a step done
+            if self._looks_done(action):
+                self.seen = len(self._sequence)
         if action.tool == "write":
             return ActionResult(True, "done", 0.0, tokens=10)
         tokens = self.params.result_tokens

@@ -76,3 +76,26 @@ def test_a_fixed_length_is_added_to_every_world():
     _reset(task, 0)
     assert task.features == {"write_actions": 1, "actions": 1 + 5 + 3}
     assert [s.tool for s in task.plan_template()] == ["lookup"] * 8 + ["write"]
+
+
+def test_a_share_of_wrong_writes_looks_like_the_last_step():
+    """``wrong_write_done_share``: of 8 wrong writes (0.4 of 20), the first 4 look final."""
+    from opar_sim.core.types import Action
+
+    for key, believed in (("wrong 0", 1.0), ("wrong 3", 1.0), ("wrong 4", 1 / 6)):
+        task = environments.make(
+            "tool_chain",
+            write_weights=[0, 0, 1],
+            reads=2,
+            reads_per_write=1,
+            wrong_write_share=0.4,
+            wrong_write_done_share=0.5,
+        )
+        _reset(task, 0)
+        task._apply(Action.of("write", key=key))
+        assert not task.feasible
+        assert task.observe().visible_progress == pytest.approx(believed)
+    plain = environments.make("tool_chain", write_weights=[0, 0, 1], reads=2, reads_per_write=1)
+    _reset(plain, 0)
+    plain._apply(Action.of("write", key="wrong 0"))
+    assert plain.observe().visible_progress == pytest.approx(1 / 6)  # off by default

@@ -97,6 +97,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "default: on when the model's task has extra_reads_mean > 0",
     )
     parser.add_argument(
+        "--length-slope",
+        action="store_true",
+        help="with the task length, also fit its mean's dependence on the feature, "
+        "m * exp(c * x) (tool_chain's extra_reads_slope; default: on when the model's is not 0)",
+    )
+    parser.add_argument(
         "--homogeneous",
         action="store_true",
         help="fit a model without task heterogeneity (one shift for every task)",
@@ -280,7 +286,15 @@ def _validate(
             )
             tables.append((label, table))
     with console.status("fitting and cross-validating"):
-        return validate_record(record, tables, args.folds, args.seed, args.homogeneous)
+        slope = bool(args.length_slope or _model_slope(variants[0][1]))
+        return validate_record(
+            record, tables, args.folds, args.seed, args.homogeneous, length_slope=slope
+        )
+
+
+def _model_slope(model: ExperimentSpec) -> float:
+    """The model's dependence of the latent length on the feature (0: none)."""
+    return float(model.task.params.get("extra_reads_slope", 0.0) or 0.0)
 
 
 def _toml_value(value: Any) -> str:
