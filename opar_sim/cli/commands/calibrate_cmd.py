@@ -11,8 +11,9 @@ Two kinds of record go through it:
   (``--model``, by default ``experiments/tau_airline_model.toml``).
 
 Both then fit the task heterogeneity (``analysis.heterogeneity``: a per-task
-random effect on plan quality, its mean by a task feature) by simulated
-maximum likelihood, and check it by cross-validation over task folds; "fits"
+random effect on plan quality, its mean by a task feature; with ``--task-length``,
+or a model whose task has ``extra_reads_mean`` > 0, also a latent task length) by
+simulated maximum likelihood, and check it by cross-validation over task folds; "fits"
 is printed only when the held-out checks pass.  Writes
 ``RUNDIR/calibrated.toml`` (an ``[agent]`` section to paste into a spec) and
 ``RUNDIR/calibration.json``.
