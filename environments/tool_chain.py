@@ -10,6 +10,15 @@ Goal
     The first lookups number ``reads``, or are drawn per world in
     ``reads``..``reads_max``; with ``actions`` set (a recorded task's ground-truth
     action count), they also make up what the writes and their lookups lack of it.
+    With ``extra_reads_mean`` set, every world also needs a latent number r of
+    further lookups, drawn per world from a negative binomial (mean
+    ``extra_reads_mean`` · exp(``extra_reads_slope`` · writes), size
+    ``extra_reads_size``; size 1 is a geometric) on a
+    stream derived from the world's stream, so all the trials of a world share
+    it and no other draw moves; r is independent of the writes (but for its mean's
+    ``extra_reads_slope``) and not among
+    the world's known features (``actions`` counts it, as the expert's sequence
+    does).  ``extra_reads`` fixes r instead (a calibration table's cell).
 Tools
     ``lookup(key)`` reads a record: the next required one moves the task on,
     any other is a harmless wasted call.  ``write(key)`` changes the database:
@@ -32,19 +41,25 @@ Faults
 Version history
     v0: first version.
     v1: ``actions`` (opt-in, default unset: v0's worlds unchanged).
+    v2: ``extra_reads_mean``, ``extra_reads_size``, ``extra_reads``: a per-world latent
+        length; ``wrong_write_done_share``: wrong writes that look like the last step (both
+        opt-in, default off: v1's worlds unchanged).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from environments.base import SimTask, ToolParams
+from opar_sim.core.seeding import derived
 from opar_sim.core.task import ToolSpec
 from opar_sim.core.types import Action, ActionResult, Observation, PlanStep
 
 WRONG_CHOICES = 20  # wrong actions offered: the share of wrong writes has a 1/20 resolution
+LENGTH_STREAM = 0x4C  # the key tag of a world's latent length, derived from its stream ("L")
 
 
 class ToolChainParams(BaseModel):
@@ -73,8 +88,36 @@ class ToolChainParams(BaseModel):
         "lookups make up what the writes and their lookups lack of it, and reads..reads_max "
         "come on top (the lookups an agent makes that a ground truth leaves out)",
     )
+    extra_reads_mean: float = Field(
+        0.0,
+        ge=0,
+        le=50,
+        description="mean of a world's latent extra lookups r (negative binomial; 0: none)",
+    )
+    extra_reads_size: float = Field(
+        1.0,
+        gt=0,
+        le=1000,
+        description="size (dispersion) of r's negative binomial: 1 is a geometric, large a Poisson",
+    )
+    extra_reads_slope: float = Field(
+        0.0,
+        ge=-5,
+        le=5,
+        description="r's mean is extra_reads_mean * exp(extra_reads_slope * writes)",
+    )
+    extra_reads: int | None = Field(
+        None, ge=0, le=100, description="if set, every world's r (the draw is skipped)"
+    )
     wrong_write_share: float = Field(
         0.3, ge=0, le=1, description="share of the agent's wrong actions that are wrong writes"
+    )
+    wrong_write_done_share: float = Field(
+        0.0,
+        ge=0,
+        le=1,
+        description="share of the wrong writes that look like the last step (the agent "
+        "believes the task done: a real agent's wrong booking that ends its conversation)",
     )
     result_tokens: int = Field(80, ge=1, description="tokens of a lookup's result")
     tools: ToolParams = ToolParams(latency_median=0.5, timeout=5.0, failure_rate=0.01)
@@ -122,6 +165,7 @@ class ToolChain(SimTask):
             reads = int(self.rng.integers(p.reads, p.reads_max + 1))
         if p.actions is not None:  # opt-in: no draw changes without it
             reads += max(0, p.actions - self.writes * (p.reads_per_write + 1))
+        reads += self.extra_reads()
         steps = [Action.of("lookup", key=f"record {i}") for i in range(reads)]
         for w in range(self.writes):
             steps += [Action.of("lookup", key=f"detail {w}.{i}") for i in range(p.reads_per_write)]
@@ -131,6 +175,33 @@ class ToolChain(SimTask):
         self.seen = 0
         self.broken = False
 
+    def extra_reads(self) -> int:
+        """The world's latent extra lookups r (0 unless ``extra_reads*`` is set).
+
+        Drawn from a stream derived from the world's (``LENGTH_STREAM``): the world's
+        other draws, and every trial's, are those of a world without it.
+        """
+        p = self.params
+        if p.extra_reads is not None:
+            return p.extra_reads
+        if p.extra_reads_mean <= 0:
+            return 0
+        size = p.extra_reads_size
+        mean = p.extra_reads_mean * math.exp(p.extra_reads_slope * self.writes)
+        rng = derived(self.rng, LENGTH_STREAM)
+        return int(rng.negative_binomial(size, size / (size + mean)))
+
+    def _looks_done(self, action: Action) -> bool:
+        """Whether a wrong write is one of the ``wrong_write_done_share`` that look final."""
+        share = self.params.wrong_write_done_share
+        if share <= 0:
+            return False
+        bad = round(self.params.wrong_write_share * WRONG_CHOICES)
+        key = str(action.arg("key"))
+        if not key.startswith("wrong "):
+            return False
+        return int(key.split()[1]) < round(share * bad)
+
     def _apply(self, action: Action) -> ActionResult:
         nxt = self._sequence[self.done] if self.done < len(self._sequence) else None
         if nxt is not None and action == nxt:
@@ -139,6 +210,8 @@ class ToolChain(SimTask):
         elif action.tool == "write":
             self.broken = True
             self.seen = min(len(self._sequence), self.seen + 1)  # it looks like a step done
+            if self._looks_done(action):
+                self.seen = len(self._sequence)
         if action.tool == "write":
             return ActionResult(True, "done", 0.0, tokens=10)
         tokens = self.params.result_tokens

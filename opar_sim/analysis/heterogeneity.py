@@ -40,6 +40,20 @@ rejected at 5 %; and no test of any fold (8 a fold) is rejected by Holm's
 correction over all folds' tests together at ``FOLD_ALPHA``.  The in-sample row
 is never a pass.
 
+A latent task length (``lengths``, opt-in).  Tasks of one write count differ
+in how many lookups they need: with ``lengths`` every world also needs r further
+lookups (``tool_chain``'s ``extra_reads``), r drawn per world from a negative
+binomial π(r; m, k) (mean m, size k; ``extra_reads_mean``, ``extra_reads_size``),
+independent of u and of the writes, shared by the world's trials.  The table then
+has a cell per (feature, r on ``LENGTH_GRID``, u), and a task's likelihood sums
+over r with the weights π(r) (the mass between two grid points shared linearly
+between them, the tail beyond the last one on it) inside the integral over u:
+
+    L_i(θ) = Σ_r π(r; m, k) ∫ φ(u; μ + b·x_i, σ) Π_j P^y (1 − P)^(1−y) f_y(t_ij | x_i, r, u) du.
+
+Every prediction (pass^k, the means, the draws and the simulated records) mixes
+over (r, u) with the same weights: the table's rows are the (r, u) pairs.
+
 Task length (``shape``, opt-in).  With ``shape`` = ``actions`` the table has one
 cell per (feature, ground-truth action count) of the record, the model's world
 stretched to that count (``tool_chain``'s ``actions``), so that a task's tool
@@ -74,6 +88,7 @@ MODEL_DRAWS = 50  # model draws per recorded run for the KS test
 TABLE_TRIALS = 4  # a table cell runs its episodes as worlds of this many trials each
 RESAMPLES = 2000  # simulated records behind the parametric p-values (KS, spread, folds)
 FOLD_ALPHA = 0.05  # family-wise level of the per-fold tests (Holm over folds x tests)
+LENGTH_GRID = (0, 1, 2, 3, 4, 5, 6, 8, 10, 12, 14)  # latent extra lookups r of the table
 SPREAD = "spread of successes per task"
 KS = "KS tool calls"
 
@@ -166,12 +181,28 @@ def load_record(
 
 @dataclass
 class Table:
-    """Simulated outcomes and tool calls per (feature value, grid shift) cell."""
+    """Simulated outcomes and tool calls per (feature value, latent length, grid shift) cell.
+
+    The rows of a feature's arrays are the (length, shift) pairs, length-major: row
+    ``l * len(u) + g`` is length ``lengths[l]`` at shift ``u[g]``.  A table without
+    the latent length has the one length 0 (its rows are the shifts).
+    """
 
     u: np.ndarray
-    success: dict[Key, np.ndarray]  # cell -> (grid, episodes) bool
-    calls: dict[Key, np.ndarray]  # cell -> (grid, episodes) int
+    success: dict[Key, np.ndarray]  # cell -> (rows, episodes) bool
+    calls: dict[Key, np.ndarray]  # cell -> (rows, episodes) int
     top: int  # the largest tool-call count the distributions cover
+    lengths: np.ndarray = field(default_factory=lambda: np.zeros(1))  # latent extra lookups
+
+    @property
+    def has_lengths(self) -> bool:
+        """Whether the table has the latent length (more than one r)."""
+        return len(self.lengths) > 1
+
+    @property
+    def rows(self) -> int:
+        """The (length, shift) rows of every cell."""
+        return len(self.lengths) * len(self.u)
 
     def rate(self, x: Key) -> np.ndarray:
         """P(success) per grid point for feature ``x``, kept off 0 and 1 by half a run."""
@@ -230,6 +261,27 @@ def shape_changes(spec: ExperimentSpec, shape: str, length: float) -> dict[str, 
     )
 
 
+def length_changes(spec: ExperimentSpec, extra: int) -> dict[str, Any]:
+    """The spec changes that give every world of the model's task ``extra`` latent lookups.
+
+    Args:
+        spec: The model spec.
+        extra: The latent extra lookups r.
+
+    Returns:
+        Dotted-path changes (``tool_chain``'s ``extra_reads``).
+
+    Raises:
+        SpecError: when the model's task has no latent length.
+    """
+    if spec.task.name == "tool_chain":
+        return {"task.params.extra_reads": int(extra)}
+    raise SpecError(
+        f"the model's task {spec.task.name!r} has no latent length; use tool_chain "
+        "(extra_reads) or leave the task length out"
+    )
+
+
 def build_table(
     spec: ExperimentSpec,
     features: Sequence[Key],
@@ -238,8 +290,9 @@ def build_table(
     seed: int = 0,
     advance: Callable[[int], None] | None = None,
     shape: str | None = None,
+    lengths: Sequence[int] | None = None,
 ) -> Table:
-    """Run the model on every (feature value, grid shift) cell.
+    """Run the model on every (feature value, latent length, grid shift) cell.
 
     Every cell runs ``episodes`` episodes as worlds of ``TABLE_TRIALS`` trials
     each (the trials of a world share it, as a recorded task's runs do), with the
@@ -257,6 +310,8 @@ def build_table(
         seed: The run seed of the cells' episodes.
         advance: Called with the episodes done after each cell (a progress bar).
         shape: The feature the pairs' lengths are of (``shape_changes``), or None.
+        lengths: The latent extra lookups r of the table (``length_changes``; e.g.
+            ``LENGTH_GRID``), or None: no latent length (the model's worlds as they are).
 
     Returns:
         The table.
@@ -277,14 +332,17 @@ def build_table(
             base = apply_changes(spec, changes, "table")
         elif varying:
             base = apply_changes(spec, feature_changes(spec, feature, x), "table")
-        s = np.zeros((len(U_GRID), episodes), dtype=bool)
-        c = np.zeros((len(U_GRID), episodes), dtype=np.int64)
-        for g, u in enumerate(U_GRID):
+        extras: list[int | None] = [None] if lengths is None else [int(r) for r in lengths]
+        s = np.zeros((len(extras) * len(U_GRID), episodes), dtype=bool)
+        c = np.zeros((len(extras) * len(U_GRID), episodes), dtype=np.int64)
+        for row, (r, u) in enumerate((r, u) for r in extras for u in U_GRID):
             changes = {
                 "agent.params.task_effect_mean": u,
                 "agent.params.task_effect_slope": 0.0,
                 "agent.params.task_effect_sd": 0.0,
             }
+            if r is not None:
+                changes |= length_changes(spec, r) | {"task.params.extra_reads_mean": 0.0}
             parts = build(apply_changes(base, changes, "table"))
             make_controller = parts.controllers[0][1]
             task, agent = parts.make_task(), parts.make_agent()
@@ -298,14 +356,15 @@ def build_table(
                     episode_seed(seed, cell * worlds + world),
                     trial=trial + 1,
                 )
-                s[g, i] = result.success
-                c[g, i] = result.cost.tool_calls
+                s[row, i] = result.success
+                c[row, i] = result.cost.tool_calls
             cell += 1
             if advance is not None:
                 advance(episodes)
         success[x], calls[x] = s, c
     top = int(max(int(c.max()) for c in calls.values()))
-    return Table(np.array(U_GRID), success, calls, top)
+    grid = np.zeros(1) if lengths is None else np.array([float(r) for r in lengths])
+    return Table(np.array(U_GRID), success, calls, top, grid)
 
 
 # -- the likelihood ---------------------------------------------------------------------
@@ -328,7 +387,8 @@ def cell_loglik(table: Table, tasks: Sequence[TaskRuns]) -> np.ndarray:
     """
     top = max(table.top, max(int(t.tool_calls.max()) for t in tasks)) + 1
     cache: dict[Key, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
-    out = np.zeros((len(tasks), len(table.u)))
+    out = np.zeros((len(tasks), table.rows))
+    grid = len(table.u)
     for i, t in enumerate(tasks):
         x = t.key
         if x not in cache:
@@ -336,9 +396,13 @@ def cell_loglik(table: Table, tasks: Sequence[TaskRuns]) -> np.ndarray:
             logs = []
             for outcome in (True, False):
                 mask = s == outcome
-                cells = np.array([_pmf(c[g][mask[g]], top) for g in range(len(table.u))])
-                pooled = cells.sum(axis=0) + 1e-3 * cells.sum() / (top + 1) + 1e-9
-                pooled /= pooled.sum()
+                cells = np.array([_pmf(c[g][mask[g]], top) for g in range(table.rows)])
+                # smoothed towards the pooled pmf of the same length (all shifts)
+                blocks = cells.reshape(len(table.lengths), grid, -1)
+                pooled = blocks.sum(axis=1, keepdims=True)
+                pooled = pooled + 1e-3 * pooled.sum(axis=2, keepdims=True) / (top + 1) + 1e-9
+                pooled = np.repeat(pooled / pooled.sum(axis=2, keepdims=True), grid, axis=1)
+                pooled = pooled.reshape(cells.shape)
                 smooth = (cells + SMOOTHING * pooled) / (
                     cells.sum(axis=1, keepdims=True) + SMOOTHING
                 )
@@ -383,11 +447,19 @@ def grid_weights(table: Table, mean: float | np.ndarray, sd: float) -> np.ndarra
 
 @dataclass(frozen=True)
 class Effect:
-    """The fitted task effect: u = mean + slope · x + sd · z."""
+    """The fitted task effect u = mean + slope · x + sd · z, and the latent length if fitted.
+
+    ``length_mean`` and ``length_size`` are the negative binomial's mean m and size k
+    of the latent extra lookups r (None: no latent length); with ``length_slope`` c
+    the mean depends on the feature: m · exp(c · x) (None: not fitted, c = 0).
+    """
 
     mean: float
     slope: float
     sd: float
+    length_mean: float | None = None
+    length_size: float | None = None
+    length_slope: float | None = None
 
     def params(self) -> dict[str, float]:
         """As the simulated agent's knobs."""
@@ -397,26 +469,119 @@ class Effect:
             "task_effect_sd": round(self.sd, 4),
         }
 
+    def task_params(self) -> dict[str, float]:
+        """The latent length as the task's knobs (``tool_chain``'s); empty without it."""
+        if self.length_mean is None or self.length_size is None:
+            return {}
+        out = {
+            "extra_reads_mean": round(self.length_mean, 4),
+            "extra_reads_size": round(self.length_size, 4),
+        }
+        if self.length_slope is not None:
+            out["extra_reads_slope"] = round(self.length_slope, 4)
+        return out
+
+    def to_dict(self) -> dict[str, float]:
+        """As a JSON-ready mapping (the length's entries only when it is fitted)."""
+        out = {"mean": self.mean, "slope": self.slope, "sd": self.sd}
+        if self.length_mean is not None and self.length_size is not None:
+            out |= {"length_mean": self.length_mean, "length_size": self.length_size}
+            if self.length_slope is not None:
+                out["length_slope"] = self.length_slope
+        return out
+
+
+def length_weights(table: Table, effect: Effect, feature: float = 0.0) -> np.ndarray:
+    """The weight π(r) of each of the table's latent lengths under the effect's negative binomial.
+
+    The negative binomial (mean m, size k) is evaluated on the integers; an integer
+    between two grid lengths gives its mass to both, linearly (so the grid's mean
+    length is the distribution's as long as it lies inside the grid), and the tail
+    beyond the last grid length goes to it.
+
+    Args:
+        table: The table (its ``lengths``).
+        effect: The fitted effect; without a length, all weight on the first length.
+        feature: The task's feature x (the mean is m · exp(c · x) with a ``length_slope``).
+
+    Returns:
+        Weights over ``table.lengths`` summing to 1.
+    """
+    grid = table.lengths
+    out = np.zeros(len(grid))
+    if not table.has_lengths or effect.length_mean is None or effect.length_size is None:
+        out[0] = 1.0
+        return out
+    top = int(grid[-1])
+    r = np.arange(top + 1)
+    m = effect.length_mean * math.exp((effect.length_slope or 0.0) * feature)
+    m, k = min(max(m, 1e-9), float(top)), effect.length_size
+    log_p = (
+        np.array([math.lgamma(v + k) - math.lgamma(k) - math.lgamma(v + 1) for v in r])
+        + k * math.log(k / (k + m))
+        + r * math.log(m / (k + m))
+    )
+    pmf = np.exp(log_p)
+    pmf[-1] += max(0.0, 1.0 - pmf.sum())  # the tail beyond the grid's last length
+    hi = np.clip(np.searchsorted(grid, r, side="left"), 0, len(grid) - 1)
+    lo = np.where(grid[hi] == r, hi, hi - 1)
+    span = np.where(hi > lo, grid[hi] - grid[lo], 1.0)
+    frac = np.where(hi > lo, (r - grid[lo]) / span, 0.0)
+    np.add.at(out, lo, pmf * (1 - frac))
+    np.add.at(out, hi, pmf * frac)
+    weights: np.ndarray = out / out.sum()
+    return weights
+
+
+def cell_weights(table: Table, features: float | np.ndarray, effect: Effect) -> np.ndarray:
+    """The weight of each (length, shift) row of the table for tasks with these features.
+
+    Args:
+        table: The table.
+        features: A task's feature value, or an array of them (one per task).
+        effect: The fitted effect (shift and, if any, latent length).
+
+    Returns:
+        π(r) · w(u) over the rows (length-major, as ``Table``): shape (rows,) for one
+        feature value, (tasks, rows) for an array.
+    """
+    x = np.asarray(features, dtype=float)
+    w = np.atleast_2d(grid_weights(table, effect.mean + effect.slope * x, effect.sd))
+    cache = {v: length_weights(table, effect, v) for v in {float(v) for v in np.atleast_1d(x)}}
+    pi = np.stack([cache[float(v)] for v in np.atleast_1d(x)])  # (tasks, lengths)
+    joint: np.ndarray = (pi[:, :, None] * w[:, None, :]).reshape(w.shape[0], -1)
+    return joint if np.ndim(x) else joint[0]
+
 
 def loglik(table: Table, tasks: Sequence[TaskRuns], ll: np.ndarray, effect: Effect) -> float:
     """The log-likelihood of ``tasks`` (their ``cell_loglik`` rows ``ll``) under ``effect``."""
     x = np.array([t.feature for t in tasks])
-    w = grid_weights(table, effect.mean + effect.slope * x, effect.sd)
+    w = cell_weights(table, x, effect)
     top = ll.max(axis=1, keepdims=True)
     inner = np.maximum((w * np.exp(ll - top)).sum(axis=1), 1e-300)
     return float((top[:, 0] + np.log(inner)).sum())
 
 
 def fit_effect(
-    table: Table, tasks: Sequence[TaskRuns], ll: np.ndarray, homogeneous: bool = False
+    table: Table,
+    tasks: Sequence[TaskRuns],
+    ll: np.ndarray,
+    homogeneous: bool = False,
+    length_slope: bool = False,
 ) -> Effect:
     """The maximum-likelihood task effect (μ, b, σ); with ``homogeneous``, b = σ = 0.
+
+    A table with the latent length also fits its negative binomial's mean and size
+    (m, k), whatever ``homogeneous`` says (it concerns the shift), and with
+    ``length_slope`` the mean's dependence on the feature, m · exp(c · x).
 
     Args:
         table: The simulated table.
         tasks: The tasks fitted.
         ll: Their ``cell_loglik`` rows.
         homogeneous: Fit one shift for every task (no feature effect, no spread).
+        length_slope: Also fit the latent length's dependence on the feature (a table
+            with lengths, tasks of more than one feature value).
 
     Returns:
         The fitted effect.
@@ -427,25 +592,46 @@ def fit_effect(
     varying = len({t.feature for t in tasks}) > 1
     lo, hi = float(table.u[0]), float(table.u[-1])
 
+    lengths = table.has_lengths
+    by_feature = lengths and length_slope and varying
+    top = float(table.lengths[-1])
+
     def unpack(v: np.ndarray) -> Effect:
+        length: tuple[float | None, float | None, float | None] = (None, None, None)
+        if by_feature:  # the last: the slope c of log m
+            length = (None, None, float(np.clip(v[-1], -3.0, 3.0)))
+            v = v[:-1]
+        if lengths:  # then log m and log k
+            m = float(np.clip(math.exp(np.clip(v[-2], -12.0, 5.0)), 1e-4, top))
+            k = float(np.clip(math.exp(np.clip(v[-1], -8.0, 8.0)), 0.05, 200.0))
+            length = (m, k, length[2])
+            v = v[:-2]
         mean = float(np.clip(v[0], lo, hi))
         if homogeneous:
-            return Effect(mean, 0.0, 0.0)
+            return Effect(mean, 0.0, 0.0, *length)
         slope = float(np.clip(v[1], -5.0, 5.0)) if varying else 0.0
-        return Effect(mean, slope, float(np.clip(math.exp(v[-1]), 0.0, 8.0)))
+        return Effect(mean, slope, float(np.clip(math.exp(v[-1]), 0.0, 8.0)), *length)
 
     def nll(v: np.ndarray) -> float:
         return -loglik(table, tasks, ll, unpack(v))
 
     best: Any = None
-    for start_mean in (-1.0, 1.0, 3.0):
+    # the latent length's likelihood has several modes (a wide shift or a wide length):
+    # with it, every start of the shift's mean is tried with a narrow and a wide spread
+    spreads = (1.0, 3.0) if lengths and not homogeneous else (1.0,)
+    for start_mean, start_sd in ((m, s) for m in (-1.0, 1.0, 3.0) for s in spreads):
         if homogeneous:
             start = np.array([start_mean])
         elif varying:
-            start = np.array([start_mean, -0.5, math.log(1.0)])
+            start = np.array([start_mean, -0.5, math.log(start_sd)])
         else:
-            start = np.array([start_mean, math.log(1.0)])
-        res = minimize(nll, start, method="Nelder-Mead", options={"xatol": 1e-3, "fatol": 1e-4})
+            start = np.array([start_mean, math.log(start_sd)])
+        options: dict[str, Any] = {"xatol": 1e-3, "fatol": 1e-4}
+        if lengths:  # log m, log k from 2 and 1, and a simplex of steps 0.5 (not scipy's 5 %)
+            start = np.concatenate([start, [math.log(2.0), 0.0] + ([0.0] if by_feature else [])])
+            options["initial_simplex"] = np.vstack([start, start + 0.5 * np.eye(len(start))])
+            options["maxiter"] = 400 * len(start)
+        res = minimize(nll, start, method="Nelder-Mead", options=options)
         if best is None or res.fun < best.fun:
             best = res
     return unpack(best.x)
@@ -473,7 +659,7 @@ def predict(table: Table, tasks: Sequence[TaskRuns], effect: Effect, ks: int) ->
     pk = np.zeros(ks)
     num_s = den_s = num_f = den_f = 0.0
     for t in tasks:
-        w = grid_weights(table, effect.mean + effect.slope * t.feature, effect.sd)
+        w = cell_weights(table, t.feature, effect)
         s, c = table.success[t.key], table.calls[t.key]
         e = s.shape[1]
         wins = s.sum(axis=1)
@@ -505,7 +691,7 @@ def model_draws(
     """Tool calls of ``MODEL_DRAWS`` model runs per recorded run, from the even worlds."""
     out = []
     for t in tasks:
-        w = grid_weights(table, effect.mean + effect.slope * t.feature, effect.sd)
+        w = cell_weights(table, t.feature, effect)
         cols = _worlds(table, t.key, 0)
         n = MODEL_DRAWS * len(t.success)
         g = rng.choice(len(w), size=n, p=w)
@@ -535,7 +721,7 @@ def simulated_records(
     """
     calls, wins = [], []
     for t in tasks:
-        w = grid_weights(table, effect.mean + effect.slope * t.feature, effect.sd)
+        w = cell_weights(table, t.feature, effect)
         worlds = _worlds(table, t.key, 1).reshape(-1, TABLE_TRIALS)[:, 0]
         g = rng.choice(len(w), size=count, p=w)
         base = worlds[rng.integers(len(worlds), size=count)]
@@ -576,7 +762,7 @@ def predicted_histogram(
     """
     out = np.zeros(ks + 1)
     for t in tasks:
-        w = grid_weights(table, effect.mean + effect.slope * t.feature, effect.sd)
+        w = cell_weights(table, t.feature, effect)
         s = table.success[t.key]
         worlds = s.reshape(s.shape[0], -1, TABLE_TRIALS)[:, :, :ks].sum(axis=2)  # (grid, worlds)
         cells = np.stack([(worlds == c).mean(axis=1) for c in range(ks + 1)], axis=1)
@@ -914,6 +1100,7 @@ def fit_structures(
     tasks: Sequence[TaskRuns],
     rows: Sequence[int],
     homogeneous: bool,
+    length_slope: bool = False,
 ) -> Fitted:
     """The maximum-likelihood structure and task effect for the tasks at ``rows``.
 
@@ -923,13 +1110,14 @@ def fit_structures(
         tasks: The tasks at ``rows``.
         rows: Their positions in the record (rows of ``lls``).
         homogeneous: Fit one shift for every task.
+        length_slope: Fit the latent length's dependence on the feature (``fit_effect``).
 
     Returns:
         The best structure with its fitted effect.
     """
     best: Fitted | None = None
     for (label, table), ll in zip(tables, lls, strict=True):
-        effect = fit_effect(table, tasks, ll[rows], homogeneous)
+        effect = fit_effect(table, tasks, ll[rows], homogeneous, length_slope)
         value = loglik(table, tasks, ll[rows], effect)
         if best is None or value > best.loglik:
             best = Fitted(label, table, effect, value)
@@ -980,11 +1168,11 @@ class Validation:
             "homogeneous": self.homogeneous,
             "structures": self.structures,
             "structure": self.fitted.structure,
-            "effect": vars(self.effect),
+            "effect": self.effect.to_dict(),
             "loglik": self.fitted.loglik,
             "pooled_held_out": self.pooled.to_dict(),
             "folds": [
-                c.to_dict() | {"structure": f.structure, "effect": vars(f.effect)}
+                c.to_dict() | {"structure": f.structure, "effect": f.effect.to_dict()}
                 for c, f in zip(self.folds, self.fold_fits, strict=True)
             ],
             "in_sample": self.in_sample.to_dict(),
@@ -997,6 +1185,7 @@ def validate(
     folds: int = 5,
     seed: int = 0,
     homogeneous: bool = False,
+    length_slope: bool = False,
 ) -> Validation:
     """Fit on all tasks, and fit-and-predict each task fold on the others (module docstring).
 
@@ -1010,6 +1199,8 @@ def validate(
         folds: How many task folds (at most the number of tasks, at least 2).
         seed: Seeds the fold split, the bootstrap and the model draws.
         homogeneous: Fit one shift for every task (a model without heterogeneity).
+        length_slope: With a table of latent lengths, fit their mean's dependence on the
+            feature too.
 
     Returns:
         The validation; ``fits`` is its verdict.
@@ -1022,11 +1213,13 @@ def validate(
     ks = min(MAX_K, min(len(t.success) for t in record.tasks))
     rng = np.random.default_rng(seed)
     lls = [cell_loglik(table, record.tasks) for _, table in named]
-    fitted = fit_structures(named, lls, record.tasks, list(range(n)), homogeneous)
+    fitted = fit_structures(named, lls, record.tasks, list(range(n)), homogeneous, length_slope)
     checks, fits, parts = [], [], []
     for f, held in enumerate(folds_by_task(n, k, seed)):
         train = [i for i in range(n) if i not in set(held)]
-        fold_fit = fit_structures(named, lls, record.subset(train), train, homogeneous)
+        fold_fit = fit_structures(
+            named, lls, record.subset(train), train, homogeneous, length_slope
+        )
         part = (record.subset(held), fold_fit)
         checks.append(_check(f"fold {f + 1}", [part], ks, rng))
         fits.append(fold_fit)
@@ -1042,7 +1235,10 @@ def validate(
     )
 
 
-def table_cells(record: Record, episodes: int) -> tuple[list[Key], int]:
+def table_cells(
+    record: Record, episodes: int, lengths: Sequence[int] | None = None
+) -> tuple[list[Key], int]:
     """The cells (``TaskRuns.key``) the table needs and the episodes it will run."""
     features: list[Key] = sorted({t.key for t in record.tasks})
-    return features, len(features) * len(U_GRID) * episodes
+    per_feature = len(U_GRID) * (1 if lengths is None else len(lengths))
+    return features, len(features) * per_feature * episodes

@@ -384,7 +384,8 @@ def validation_table(validation: Validation) -> TextTable:
         f"fit on all tasks: task_effect_mean {e.mean:.3f}, task_effect_slope {e.slope:.3f}, "
         f"task_effect_sd {e.sd:.3f}"
         + (" (homogeneous: slope and sd fixed at 0)" if validation.homogeneous else "")
-        + (f"; structure {validation.fitted.structure}" if len(validation.structures) > 1 else ""),
+        + (f"; structure {validation.fitted.structure}" if len(validation.structures) > 1 else "")
+        + "".join(f", {k} {v:.3f}" for k, v in e.task_params().items()),
     ]
     return TextTable("calibration checked on held-out tasks", columns, rows, notes, left=1)
 

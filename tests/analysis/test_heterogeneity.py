@@ -1,8 +1,9 @@
 """Calibrating task heterogeneity to a record, checked on held-out tasks (issue 13).
 
-The model is the shipped ``tau_airline_model``; the records are simulated from
-it with known task effects, so the truth is known: a record from the model
-itself must fit, and records from a truth with a feature the fit lacks must be
+The model is ``tau_airline_model_v1`` (the shipped model's shape before the latent
+task length); the records are simulated from it with known task effects (and
+lengths), so the truth is known: a record from the model itself must fit, and
+records from a truth with a feature the fit lacks must be
 detected as not fitting on the held-out tasks.
 """
 
@@ -22,7 +23,8 @@ from opar_sim.experiment.edit import apply_changes
 from opar_sim.experiment.runner import run_experiment
 from tests.conftest import EXPERIMENTS
 
-MODEL = EXPERIMENTS / "tau_airline_model.toml"
+# the model without the latent task length (the shipped one has it, fitted to GPT-4o)
+MODEL = EXPERIMENTS / "tau_airline_model_v1.toml"
 FEATURES = [0.0, 1.0, 2.0, 3.0, 4.0]
 
 
@@ -162,3 +164,88 @@ def test_calibrate_reports_the_held_out_table(own, capsys):
     assert report["validation"]["in_sample"]["held_out"] is False
     assert set(report["validation"]["effect"]) == {"mean", "slope", "sd"}
     assert all(math.isfinite(report["params"][k]) for k in ("task_effect_mean", "task_effect_sd"))
+
+
+# -- the latent task length ------------------------------------------------------------------
+
+
+def test_length_weights_are_the_negative_binomial_on_consecutive_lengths():
+    from scipy import stats
+
+    lengths = np.arange(0.0, 13.0)
+    table = h.Table(np.array(h.U_GRID), {}, {}, 0, lengths)
+    m, k = 2.2, 0.7
+    w = h.length_weights(table, h.Effect(0.0, 0.0, 1.0, m, k))
+    dist = stats.nbinom(k, k / (k + m))
+    expected = np.append(dist.pmf(np.arange(12)), dist.sf(11))  # the tail on the last length
+    assert w == pytest.approx(expected, abs=1e-12)
+
+
+def test_length_weights_on_a_sparse_grid_keep_the_mean():
+    """An integer between two grid lengths shares its mass linearly: E[min(r, top)] is kept."""
+    from scipy import stats
+
+    table = h.Table(np.array(h.U_GRID), {}, {}, 0, np.array([float(r) for r in h.LENGTH_GRID]))
+    m, k = 3.5, 1.8
+    w = h.length_weights(table, h.Effect(0.0, 0.0, 1.0, m, k))
+    dist = stats.nbinom(k, k / (k + m))
+    top = h.LENGTH_GRID[-1]
+    capped = float(np.dot(dist.pmf(np.arange(top)), np.arange(top)) + top * dist.sf(top - 1))
+    assert w.sum() == pytest.approx(1.0, abs=1e-12)
+    assert float(np.dot(w, table.lengths)) == pytest.approx(capped, abs=1e-9)
+    # without a fitted length (or a table without lengths) all weight is on the first
+    assert h.length_weights(table, h.Effect(0.0, 0.0, 1.0)).tolist() == [1.0] + [0.0] * 10
+
+
+def test_cell_weights_are_length_major_products():
+    table = h.Table(np.array(h.U_GRID), {}, {}, 0, np.array([0.0, 1.0, 2.0]))
+    effect = h.Effect(0.5, 0.25, 1.0, 0.8, 2.0)
+    joint = h.cell_weights(table, 2.0, effect)
+    pi = h.length_weights(table, effect)
+    w = h.grid_weights(table, 0.5 + 0.25 * 2.0, 1.0)
+    assert joint.shape == (3 * len(h.U_GRID),)
+    assert joint.reshape(3, -1) == pytest.approx(np.outer(pi, w), abs=1e-15)
+    both = h.cell_weights(table, np.array([2.0, 0.0]), effect)
+    assert both.shape == (2, 3 * len(h.U_GRID)) and both[0] == pytest.approx(joint, abs=1e-15)
+
+
+TEST_LENGTHS = (0, 2, 4, 6, 9)  # a coarser grid than calibrate's LENGTH_GRID: a faster table
+
+
+@pytest.fixture(scope="module")
+def length_table():
+    """The model's table with the latent length: a cell per (writes, r, u), 48 episodes each."""
+    spec = load_spec(MODEL)
+    return h.build_table(spec, FEATURES, "write_actions", 48, seed=0, lengths=TEST_LENGTHS)
+
+
+@pytest.fixture(scope="module")
+def spread_lengths(tmp_path_factory):
+    """A truth whose tasks differ in length at one write count: r ~ geometric, mean 3."""
+    changes = {
+        "agent.params.task_effect_mean": 1.0,
+        "agent.params.task_effect_slope": -0.5,
+        "agent.params.task_effect_sd": 1.5,
+        "task.params.extra_reads_mean": 3.0,
+        "task.params.extra_reads_size": 1.0,
+    }
+    return _record(tmp_path_factory, "lengths", changes)
+
+
+def test_a_task_length_spread_is_detected_without_the_latent_length(spread_lengths, table):
+    wrong = h.validate(spread_lengths, table, folds=5, seed=0)
+    assert not wrong.fits
+    assert "KS tool calls" in wrong.pooled.failures()  # the lengths of runs, not the successes
+
+
+def test_the_latent_length_fits_a_task_length_spread(spread_lengths, length_table):
+    right = h.validate(spread_lengths, length_table, folds=5, seed=0)
+    assert right.fits, right.failures()
+    assert 1.5 < right.effect.length_mean < 5.0  # the truth's 3 (geometric: a wide estimate)
+
+
+def test_a_record_of_the_model_fits_with_the_latent_length_too(own, length_table):
+    v = h.validate(own, length_table, folds=5, seed=0)
+    assert v.fits, v.failures()
+    # the truth has none; 60 tasks do not pin the mean near 0 (1.09 here, against 3 above)
+    assert v.effect.length_mean is not None and v.effect.length_mean < 1.5

@@ -11,8 +11,9 @@ Two kinds of record go through it:
   (``--model``, by default ``experiments/tau_airline_model.toml``).
 
 Both then fit the task heterogeneity (``analysis.heterogeneity``: a per-task
-random effect on plan quality, its mean by a task feature) by simulated
-maximum likelihood, and check it by cross-validation over task folds; "fits"
+random effect on plan quality, its mean by a task feature; with ``--task-length``,
+or a model whose task has ``extra_reads_mean`` > 0, also a latent task length) by
+simulated maximum likelihood, and check it by cross-validation over task folds; "fits"
 is printed only when the held-out checks pass.  Writes
 ``RUNDIR/calibrated.toml`` (an ``[agent]`` section to paste into a spec) and
 ``RUNDIR/calibration.json``.
@@ -28,7 +29,13 @@ from typing import Any
 from rich.console import Console
 
 from opar_sim.analysis.calibration import Calibration, check, fit, refine, simulated_spec
-from opar_sim.analysis.heterogeneity import Validation, build_table, load_record, table_cells
+from opar_sim.analysis.heterogeneity import (
+    LENGTH_GRID,
+    Validation,
+    build_table,
+    load_record,
+    table_cells,
+)
 from opar_sim.analysis.heterogeneity import validate as validate_record
 from opar_sim.analysis.recorded import RecordedRun, load_run
 from opar_sim.cli.commands.common import int_at_least
@@ -81,6 +88,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="also match each task's length: the model's task is stretched to the recorded "
         "task's value of this feature (tool_chain: actions, the ground-truth action count); "
         "the table then has a cell per (write count, length) of the record",
+    )
+    parser.add_argument(
+        "--task-length",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="fit a latent task length: each world needs r more lookups, r per world from a "
+        "negative binomial whose mean and size are fitted (tool_chain's extra_reads_*); "
+        "default: on when the model's task has extra_reads_mean > 0",
+    )
+    parser.add_argument(
+        "--length-slope",
+        action="store_true",
+        help="with the task length, also fit its mean's dependence on the feature, "
+        "m * exp(c * x) (tool_chain's extra_reads_slope; default: on when the model's is not 0)",
     )
     parser.add_argument(
         "--homogeneous",
@@ -162,9 +183,16 @@ def run(args: argparse.Namespace, console: Console) -> int:
     model: ExperimentSpec = _model(args, recorded, calibration)
     feature = str(model.agent.params.get("task_feature", "write_actions"))
     record = load_record(path, feature, args.shape)
+    lengths = _lengths(args, model)
+    if lengths is None and model.task.params.get("extra_reads_mean"):  # --no-task-length
+        model = apply_changes(model, {"task.params.extra_reads_mean": 0.0}, "--no-task-length")
     variants = _variants(model, args.vary)
-    validation = _validate(args, console, record, variants)
+    validation = _validate(args, console, record, variants, lengths)
     model = dict(variants)[validation.fitted.structure]
+    task_params = validation.effect.task_params()
+    if task_params:  # the fitted latent length is the task's: the model's task carries it
+        changes = {f"task.params.{k}": v for k, v in task_params.items()}
+        model = apply_changes(model, changes, "calibrate")
     agent_params = dict(model.agent.params) | validation.effect.params()
     evidence = dict(calibration.evidence) if calibration is not None else {}
     evidence["task_effect_mean"] = (
@@ -222,13 +250,27 @@ def _variants(model: ExperimentSpec, vary: list[str]) -> list[tuple[str, Experim
     return variants
 
 
+def _lengths(args: argparse.Namespace, model: ExperimentSpec) -> tuple[int, ...] | None:
+    """The table's latent lengths: ``LENGTH_GRID`` if the task length is fitted, else None."""
+    on = args.task_length
+    if on is None:
+        on = float(model.task.params.get("extra_reads_mean", 0.0) or 0.0) > 0
+    if on and model.task.name != "tool_chain":
+        raise SpecError(
+            f"--task-length: the model's task {model.task.name!r} has no latent length "
+            "(tool_chain has: extra_reads_*)"
+        )
+    return LENGTH_GRID if on else None
+
+
 def _validate(
     args: argparse.Namespace,
     console: Console,
     record: Any,
     variants: list[tuple[str, ExperimentSpec]],
+    lengths: tuple[int, ...] | None = None,
 ) -> Validation:
-    features, cells = table_cells(record, args.cell_episodes)
+    features, cells = table_cells(record, args.cell_episodes, lengths)
     tables = []
     with progress_bar(console) as bar:
         task = bar.add_task("simulating the model's table", total=cells * len(variants))
@@ -241,10 +283,19 @@ def _validate(
                 args.seed,
                 advance=lambda n: bar.advance(task, n),
                 shape=record.shape,
+                lengths=lengths,
             )
             tables.append((label, table))
     with console.status("fitting and cross-validating"):
-        return validate_record(record, tables, args.folds, args.seed, args.homogeneous)
+        slope = bool(args.length_slope or _model_slope(variants[0][1]))
+        return validate_record(
+            record, tables, args.folds, args.seed, args.homogeneous, length_slope=slope
+        )
+
+
+def _model_slope(model: ExperimentSpec) -> float:
+    """The model's dependence of the latent length on the feature (0: none)."""
+    return float(model.task.params.get("extra_reads_slope", 0.0) or 0.0)
 
 
 def _toml_value(value: Any) -> str:
