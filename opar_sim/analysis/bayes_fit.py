@@ -1,0 +1,137 @@
+"""The fitting protocol of ``bayes``'s chain at ``stages`` (docs/bayes.md, "Fitting").
+
+Run ``bayes`` on flight_booking's tuning seed, label every step with what the
+simulator knows (the visible progress after the step, whether the task was
+complete, the plan's effective quality) and with the law's own quality of the plan
+at that step, and fit the chain's lines (``controllers.bayes.fit.fit_chain``).  The
+fit depends on the law that made the steps, so ``fit`` repeats: fit, rebuild the
+law with the fitted chain, collect again (the shipped chain is the second round
+from the earlier law's steps).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from controllers.bayes import FAILED_ACT, BayesModel, BayesReflector
+from controllers.bayes.fit import LabelledStep, fit_chain, state_of
+from controllers.bayes.solve import effective, tables
+from opar_sim.core.controller import ReflectContext, TruthProbe
+from opar_sim.core.loop import run_episode
+from opar_sim.core.seeding import episode_seed
+from opar_sim.core.types import Evaluation
+from opar_sim.experiment.build import build
+from opar_sim.experiment.spec import ExperimentSpec
+
+
+class _Labeller(BayesReflector):
+    """``bayes`` that also reads the truth probe, to label its own steps."""
+
+    def __init__(self, model: BayesModel, sink: list[LabelledStep]) -> None:
+        super().__init__(productive_act=0.8)
+        self._model = model
+        self.sink = sink
+        self.probe: TruthProbe | None = None
+        self.state = -1
+
+    def bind_truth(self, probe: TruthProbe) -> None:
+        """Receive the episode's truth probe."""
+        self.probe = probe
+
+    def reset(self) -> None:
+        """Back to the first step's belief."""
+        super().reset()
+        self.state = -1
+
+    def observe(self, evaluation: Evaluation, ctx: ReflectContext) -> None:
+        """Update the belief as ``bayes`` does; record the step with its labels."""
+        model = self.model
+        j, r, fresh = self._next
+        before = self.m
+        law_q = model.class_quality(self.c, j, r, fresh) if before >= model.stages else 0.0
+        super().observe(evaluation, ctx)
+        if before < model.stages <= self.m:  # entry: the posterior mean's effective quality
+            tab, kind = tables(model), ctx.replans > 0
+            a, b = min(self.a, model.horizon + 1), min(self.b, model.horizon + 1)
+            law_q = float(tab.post[kind][a, b] @ effective(model, tab.support[kind], j, r, fresh))
+        assert self.probe is not None
+        truth = self.probe()
+        # the visible progress after the step (what the agent's δ_task is read from): the
+        # task behind the probe is the episode's (opar_sim.core.loop._Probe)
+        visible = float(self.probe.task.observe().visible_progress)  # type: ignore[attr-defined]
+        after = state_of(visible) if self.m >= model.stages else -1
+        failed = evaluation.delta_act < FAILED_ACT
+        kind_ = "fail" if failed else ("prod" if evaluation.delta_act >= 0.8 else "unprod")
+        self.sink.append(
+            LabelledStep(self.state, after, kind_, law_q, truth.quality, visible, truth.complete)
+        )
+        self.state = after
+
+
+def labelled_steps(
+    spec: ExperimentSpec, model: BayesModel, episodes: int, seed: int
+) -> tuple[list[LabelledStep], float]:
+    """Run the law of ``model`` on ``spec``'s task; every step, labelled; the success rate.
+
+    Args:
+        spec: A flight_booking spec (its first controller is not used).
+        model: The law's model.
+        episodes: Episodes to run.
+        seed: Their base seed (the tuning seed, 100).
+
+    Returns:
+        The labelled steps and the share of episodes that succeeded.
+    """
+    parts = build(spec)
+    task, agent = parts.make_task(), parts.make_agent()
+    steps: list[LabelledStep] = []
+    wins = 0
+    for i in range(episodes):
+        law = _Labeller(model, steps)
+        result = run_episode(task, agent, law, parts.limits, episode_seed(seed, i), episode=i)
+        wins += result.success
+    return steps, wins / max(episodes, 1)
+
+
+def fitted_model(model: BayesModel, fit: dict[str, Any]) -> BayesModel:
+    """``model`` with the chain, κ and the productive line of ``fit``."""
+
+    def plain(x: Any) -> Any:
+        return tuple(plain(v) for v in x) if isinstance(x, (tuple, list)) else float(x)
+
+    return dataclasses.replace(
+        model,
+        levels=plain(fit["levels"]),
+        entry=plain(fit["entry"]),
+        moves=plain(fit["moves"]),
+        kappa_base=float(fit["kappa"]),
+        productive_base=float(fit["productive"][0]),
+        productive_gain=float(fit["productive"][1]),
+    )
+
+
+def fit(
+    spec: ExperimentSpec, model: BayesModel, episodes: int = 600, seed: int = 100, rounds: int = 2
+) -> tuple[BayesModel, list[float]]:
+    """Fit the chain on ``seed`` by rounds of collect-and-fit from ``model``'s law.
+
+    Args:
+        spec: A flight_booking spec.
+        model: The starting model (its law makes the first round's steps).
+        episodes: Episodes per round.
+        seed: The tuning seed.
+        rounds: Rounds of collect, fit.
+
+    Returns:
+        The fitted model and each round's simulated success (of the law that collected).
+    """
+    rates = []
+    for _ in range(rounds):
+        steps, rate = labelled_steps(spec, model, episodes, seed)
+        rates.append(rate)
+        model = fitted_model(model, fit_chain(steps))
+    return model, rates
+
+
+__all__ = ["fit", "fitted_model", "labelled_steps"]
