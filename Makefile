@@ -66,8 +66,11 @@ typecheck: dev
 # (`make llm` installs it). The tests on the recorded tau-bench runs (../shared/data/tau-bench)
 # and the report's browser test (Debian's chromium) skip with a message when those are absent;
 # .ci/run provides both and sets OPAR_SIM_REQUIRE_DATA=1 OPAR_SIM_REQUIRE_BROWSER=1.
+# The tests run on every core (pytest-xdist); a module's tests stay on one worker
+# (--dist loadscope), so its module-scoped fixtures are built once.
+PYTEST_WORKERS ?= auto
 pytest: dev llm
-	OPAR_SIM_REQUIRE_LLM=1 $(BIN)/pytest
+	OPAR_SIM_REQUIRE_LLM=1 $(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadscope
 
 test: lint typecheck pytest
 

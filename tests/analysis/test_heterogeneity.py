@@ -41,15 +41,18 @@ def table():
     return h.build_table(load_spec(MODEL), FEATURES, "write_actions", episodes=48, seed=0)
 
 
+# a moderate task effect falling with the writes (the model's own record, and the length truth)
+MODERATE_EFFECT = {
+    "agent.params.task_effect_mean": 1.0,
+    "agent.params.task_effect_slope": -0.5,
+    "agent.params.task_effect_sd": 1.5,
+}
+
+
 @pytest.fixture(scope="module")
 def own(tmp_path_factory):
     """A record of the model itself: a moderate task effect falling with the writes."""
-    effect = {
-        "agent.params.task_effect_mean": 1.0,
-        "agent.params.task_effect_slope": -0.5,
-        "agent.params.task_effect_sd": 1.5,
-    }
-    return _record(tmp_path_factory, "own", effect)
+    return _record(tmp_path_factory, "own", MODERATE_EFFECT)
 
 
 @pytest.fixture(scope="module")
@@ -223,9 +226,7 @@ def length_table():
 def spread_lengths(tmp_path_factory):
     """A truth whose tasks differ in length at one write count: r ~ geometric, mean 3."""
     changes = {
-        "agent.params.task_effect_mean": 1.0,
-        "agent.params.task_effect_slope": -0.5,
-        "agent.params.task_effect_sd": 1.5,
+        **MODERATE_EFFECT,
         "task.params.extra_reads_mean": 3.0,
         "task.params.extra_reads_size": 1.0,
     }
