@@ -46,6 +46,7 @@ FloatArray = npt.NDArray[np.float64]
 
 _MISSING = object()  # a field absent from a row (distinct from an explicit null)
 _CHUNK = 4096  # rows parsed before their fields are gathered (the dicts stay in cache)
+_BLOCK_BYTES = 1 << 24  # steps.jsonl is read about 16 MB of whole lines at a time
 _INT: set[type] = {int}
 _NUM: set[type] = {int, float}
 _STR: set[type] = {str}
@@ -234,33 +235,29 @@ def _take(row: dict[str, Any]) -> tuple[Any, ...]:
     return tuple(row.get(k, _DEFAULTS.get(k, _MISSING)) for k in _FIELDS)
 
 
-def _fast(path: Path, sub_agents: bool) -> StepColumns:
-    with open(path / STEPS_FILE, "rb") as f:
-        data = f.read()
-    raw_lines = data.split(b"\n")
-    raw_lines.pop()  # the empty tail after the last newline, or a torn last line (skipped)
-    # runs with one trial per world write no "trial" field: then one lookup fewer per row
-    names = _FIELDS if b'"trial":' in data else _FIELDS[:-1]
-    del data
+def _gather(
+    raw_lines: list[bytes],
+    pieces: dict[str, list[Any]],
+    vocabularies: tuple[dict[Any, int], ...],
+) -> None:
+    """Parse one block of lines and append its fields to ``pieces`` as arrays (checked)."""
+    ctrl, agents, signals, actions = vocabularies
+    # rows carry "trial" only when the spec repeats worlds: then one lookup fewer per row
+    has_trial = any(b'"trial":' in raw for raw in raw_lines)
+    names = _FIELDS if has_trial else _FIELDS[:-1]
     take = operator.itemgetter(*names)
     loads = orjson.loads
-    ctrl: dict[str, int] = {}
-    agents: dict[str, int] = {}
-    signals: dict[str | None, int] = {None: 0}
-    actions: dict[str | None, int] = {None: 0}
-    parts: list[list[Any]] = [[] for _ in names]
-    for start in range(0, len(raw_lines), _CHUNK):
-        lines_in = raw_lines[start : start + _CHUNK]
-        try:
+    taken: list[tuple[Any, ...]] = []
+    try:
+        for start in range(0, len(raw_lines), _CHUNK):
+            lines_in = raw_lines[start : start + _CHUNK]
             try:  # each row's fields taken while its dict is fresh in the cache
-                taken = [take(loads(raw)) for raw in lines_in]
+                taken += [take(loads(raw)) for raw in lines_in]
             except KeyError:
-                taken = [_take(loads(raw))[: len(names)] for raw in lines_in]
-        except (orjson.JSONDecodeError, AttributeError, TypeError):
-            raise _Unusual from None
-        for part, column in zip(parts, zip(*taken, strict=True), strict=True):
-            part += column
-    cols = dict(zip(names, parts, strict=True))
+                taken += [_take(loads(raw))[: len(names)] for raw in lines_in]
+    except (orjson.JSONDecodeError, AttributeError, TypeError):
+        raise _Unusual from None
+    cols = dict(zip(names, map(list, zip(*taken, strict=True)), strict=True))
     cols.setdefault("trial", [None] * len(raw_lines))
     _check(cols["controller"], _STR)
     for name in ("agent", "signal", "action"):
@@ -272,20 +269,51 @@ def _fast(path: Path, sub_agents: bool) -> StepColumns:
     _check(cols["delta_task"], _NUM | _NONE)
     _check(cols["attempt"], _INT | _NONE)
     _check(cols["trial"], _INT | _NONE)
-    lines = np.zeros(len(raw_lines), np.int64)
-    np.cumsum(np.fromiter(map(len, raw_lines), np.int64, len(raw_lines))[:-1] + 1, out=lines[1:])
-    codes = {
+    ints = {
         "controller": _codes(cols["controller"], ctrl),
         "agent": _codes([str(v) for v in cols["agent"]], agents),
         "signal": _codes(cols["signal"], signals),
         "action": _codes(cols["action"], actions),
+        "episode": cols["episode"],
+        "step": cols["step"],
+        "trial": [v if isinstance(v, int) and v else 1 for v in cols["trial"]],
+        "attempt": [v if isinstance(v, int) and v else 1 for v in cols["attempt"]],
+        "length": list(map(len, raw_lines)),
     }
-    n = len(raw_lines)
-    episode = np.array(cols["episode"], np.int64)
-    trial = np.array([v if isinstance(v, int) and v else 1 for v in cols["trial"]], np.int64)
-    attempt = np.array([v if isinstance(v, int) and v else 1 for v in cols["attempt"]], np.int64)
-    controller = np.array(codes["controller"], np.int64)
-    agent = np.array(codes["agent"], np.int64)
+    for name, values in ints.items():
+        pieces[name].append(np.array(values, np.int64))
+    pieces["time"].append(np.array(cols["time"], float))
+    pieces["progress"].append(np.array(cols["progress"], float))
+    pieces["delta_task"].append(
+        np.array([math.nan if v is None or v is _MISSING else v for v in cols["delta_task"]], float)
+    )
+
+
+def _fast(path: Path, sub_agents: bool) -> StepColumns:
+    # the file is read a block of lines at a time and each block's fields turned into
+    # arrays before the next is read: the peak memory is the columns (numbers), not the
+    # file's text and a list of its lines (about twice the file: 1 GB for 440,000 steps)
+    ctrl: dict[str, int] = {}
+    agents: dict[str, int] = {}
+    signals: dict[str | None, int] = {None: 0}
+    actions: dict[str | None, int] = {None: 0}
+    pieces: dict[str, list[Any]] = {name: [] for name in (*_FIELDS, "length")}
+    with open(path / STEPS_FILE, "rb") as f:
+        while raw_lines := f.readlines(_BLOCK_BYTES):
+            if not raw_lines[-1].endswith(b"\n"):
+                raw_lines.pop()  # a torn last line (an interrupted write) is skipped
+            if raw_lines:
+                _gather(raw_lines, pieces, (ctrl, agents, signals, actions))
+    cols = {name: np.concatenate(part) if part else np.zeros(0) for name, part in pieces.items()}
+    lengths = cols["length"].astype(np.int64)
+    lines = np.zeros(len(lengths), np.int64)
+    np.cumsum(lengths[:-1], out=lines[1:])
+    n = len(lengths)
+    episode = cols["episode"].astype(np.int64)
+    trial = cols["trial"].astype(np.int64)
+    attempt = cols["attempt"].astype(np.int64)
+    controller = cols["controller"].astype(np.int64)
+    agent = cols["agent"].astype(np.int64)
     # a block: a run of rows of one episode key and agent (iter_traces' grouping)
     if n:
         change = np.ones(n, bool)
@@ -319,9 +347,6 @@ def _fast(path: Path, sub_agents: bool) -> StepColumns:
     else:
         block_rows = starts
         row_index = np.arange(n)
-    estimate = np.array(
-        [math.nan if v is None or v is _MISSING else v for v in cols["delta_task"]], float
-    )
     agent_names = list(agents)
     return StepColumns(
         path=path,
@@ -332,15 +357,15 @@ def _fast(path: Path, sub_agents: bool) -> StepColumns:
         trial=trial[block_rows],
         attempt=attempt[block_rows],
         offsets=offsets,
-        step=np.array(cols["step"], np.int64)[row_index],
-        time=np.array(cols["time"], float)[row_index],
-        progress=np.array(cols["progress"], float)[row_index],
-        estimate=estimate[row_index],
+        step=cols["step"].astype(np.int64)[row_index],
+        time=cols["time"].astype(float)[row_index],
+        progress=cols["progress"].astype(float)[row_index],
+        estimate=cols["delta_task"].astype(float)[row_index],
         signals=list(signals),
-        signal=np.array(codes["signal"], np.int64)[row_index],
+        signal=cols["signal"].astype(np.int64)[row_index],
         actions=list(actions),
-        action=np.array(codes["action"], np.int64)[row_index],
-        line=np.array(lines, np.int64)[row_index],
+        action=cols["action"].astype(np.int64)[row_index],
+        line=lines[row_index],
     )
 
 
