@@ -207,16 +207,18 @@ def test_step_columns_read_in_small_blocks_are_the_whole_files(tmp_path: Path, m
     steps = out / "steps.jsonl"
     # a torn last line, as an interrupted write leaves it, is skipped like the whole-file read did
     steps.write_bytes(steps.read_bytes() + b'{"episode": 9, "step"')
-    module.forget_step_columns()
-    whole = read_step_columns(out, sub_agents=True)  # one block: the file is far below 16 MB
+    whole = module._fast(out, True)  # the fast path itself (read_step_columns falls back)
     checked = module._from_traces(out, sub_agents=True)
     _columns_equal(whole, checked)
     raw = steps.read_bytes().split(b"\n")[:-1]
     assert whole.line.tolist() == np.cumsum([0] + [len(r) + 1 for r in raw[:-1]]).tolist()
+    fields = ("episode", "controller", "success", "steps", "tokens", "trial")
+    rows = module._fast_episodes(out, fields)
+    assert rows == [{k: r[k] for k in fields if k in r} for r in module.iter_episodes(out)]
     for block in (1, 300, 5_000):  # a line a block, and blocks that end mid-episode
         monkeypatch.setattr(module, "_BLOCK_BYTES", block)
-        module.forget_step_columns()
-        small = read_step_columns(out, sub_agents=True)
+        small = module._fast(out, True)
         _columns_equal(small, whole)
         assert np.array_equal(small.line, whole.line)
+        assert module._fast_episodes(out, fields) == rows
     assert len(whole) > 0 and whole.trial.max() >= (2 if name.endswith("trials") else 1)

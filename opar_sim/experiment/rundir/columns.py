@@ -428,12 +428,22 @@ def read_episode_rows(path: Path, fields: Iterable[str]) -> Iterator[dict[str, A
 
 
 def _fast_episodes(path: Path, keep: tuple[str, ...]) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
     try:
         with open(path / EPISODES_FILE, "rb") as f:
-            raw_lines = f.read().split(b"\n")
+            # a block of lines at a time, slimmed before the next: the full rows of a
+            # large run are never all held
+            while raw_lines := f.readlines(_BLOCK_BYTES):
+                if not raw_lines[-1].endswith(b"\n"):
+                    raw_lines.pop()  # a torn last line
+                rows += _slim_episodes(raw_lines, keep)
     except OSError:
         raise _Unusual from None  # iter_episodes names the file
-    raw_lines.pop()  # the empty tail after the last newline, or a torn last line
+    return rows
+
+
+def _slim_episodes(raw_lines: list[bytes], keep: tuple[str, ...]) -> list[dict[str, Any]]:
+    """One block of episodes.jsonl lines parsed, checked and cut to ``keep``."""
     try:
         parsed = [orjson.loads(raw) for raw in raw_lines]
     except orjson.JSONDecodeError:
