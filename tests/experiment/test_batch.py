@@ -45,23 +45,29 @@ CONTROLLERS = (
 METRICS = ("success", "steps", "tokens", "replans")
 
 
-def simpy_metrics(controller: str, episodes: int) -> dict[str, np.ndarray]:
+def simpy_metrics(
+    controller: str, episodes: int, confirm: int | None = None
+) -> dict[str, np.ndarray]:
     """Per-episode success, steps, tokens and REPLANs of the SimPy engine."""
-    spec = with_overrides(load_spec(SPEC), controller=controller)
+    spec = with_overrides(load_spec(SPEC), controller=controller, confirm=confirm)
     parts = build(spec)
     task, agent = parts.make_task(), parts.make_agent()
     law = parts.controllers[0][1]()
+    supervisor = parts.make_supervisor()
     rows = []
     for i in range(episodes):
-        r = run_episode(task, agent, law, parts.limits, episode_seed(spec.seed, i), episode=i)
+        seed = episode_seed(spec.seed, i)
+        r = run_episode(task, agent, law, parts.limits, seed, episode=i, supervisor=supervisor)
         rows.append((r.success, len(r.steps), r.cost.tokens, r.cost.replans))
     values = np.array(rows, float)
     return {name: values[:, k] for k, name in enumerate(METRICS)}
 
 
-def batch_metrics(controller: str, episodes: int) -> dict[str, np.ndarray]:
+def batch_metrics(
+    controller: str, episodes: int, confirm: int | None = None
+) -> dict[str, np.ndarray]:
     """The same per-episode metrics from the batch engine."""
-    spec = with_overrides(load_spec(SPEC), controller=controller)
+    spec = with_overrides(load_spec(SPEC), controller=controller, confirm=confirm)
     r = run_batch(spec, 0, 0, episodes)
     return {
         "success": r.success.astype(float),
@@ -96,6 +102,22 @@ def test_batch_engine_matches_simpy(controller: str) -> None:
         )
 
 
+@pytest.mark.parametrize("controller", ["threshold", "sprt", "bang_bang"])
+def test_the_stop_confirmation_matches_simpy(controller: str) -> None:
+    """``[guards] confirm = 3``, the shared stop confirmation, in both engines."""
+    simpy = simpy_metrics(controller, SIMPY_EPISODES // 2, confirm=3)
+    batch = batch_metrics(controller, BATCH_EPISODES // 2, confirm=3)
+    for name, (simpy_mean, batch_mean, diff, se) in differences(simpy, batch).items():
+        assert abs(diff) <= Z * se, (
+            f"{controller} confirm=3 {name}: simpy {simpy_mean:.4g}, batch {batch_mean:.4g}, "
+            f"difference {diff:.4g} > {Z} × {se:.3g}"
+        )
+    # and the confirmation changes what the law does: the bound tells k = 3 from k = 1
+    plain = batch_metrics(controller, BATCH_EPISODES // 2)
+    steps = differences(plain, batch)["steps"]
+    assert steps[2] > Z * steps[3]  # held claims: longer episodes
+
+
 def test_bound_detects_a_different_law() -> None:
     """The bound can fail: a PID with another threshold is told apart from the default."""
     base = batch_metrics("pid", 5000)
@@ -114,6 +136,13 @@ def test_the_batch_engine_refuses_what_it_does_not_model() -> None:
     spec = with_overrides(load_spec(SPEC), controller="bayes")
     with pytest.raises(SpecError, match="no batch twin"):
         check_batch(spec)
+    guarded = with_overrides(load_spec(SPEC), controller="pid", confirm=2)
+    check_batch(guarded)  # the stop confirmation is modelled
+    other_guard = guarded.model_copy(
+        update={"guards": guarded.guards.model_copy(update={"no_improvement": 3})}
+    )
+    with pytest.raises(SpecError, match=r"other than confirm are not modelled \(no_improvement\)"):
+        check_batch(other_guard)
     other = load_spec(ROOT / "experiments" / "research_qa_faults.toml")
     with pytest.raises(SpecError, match="no vectorised model"):
         check_batch(other)

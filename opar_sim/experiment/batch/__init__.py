@@ -14,7 +14,8 @@ Its random streams are its own (one generator per chunk of episodes, from
 the run seed, the controller's index and the chunk), so the two engines agree
 in distribution, not episode by episode: ``tests/experiment/test_batch.py``
 checks success rate, mean steps, tokens and REPLANs against the SimPy engine.
-What the batch engine does not run (LLM agents, guards, guardrails,
+It runs the stop confirmation (``[guards] confirm``, every law's on equal
+terms); what it does not run (LLM agents, the other guards, guardrails,
 Reflexion, trials, task wrappers, memory compression) it refuses with a
 ``SpecError``; what it leaves out of the rows (steps.jsonl, answers of
 truncated episodes) is in docs/batch.md.
@@ -72,8 +73,9 @@ def _unsupported(spec: ExperimentSpec) -> str | None:
     if spec.guardrail is not None:
         return "guardrails are not modelled"
     parts = build(spec)
-    if parts.make_supervisor() is not None:
-        return "convergence guards ([guards]) are not modelled"
+    others = [name for name, _ in spec.guards.enabled() if name != "confirm"]
+    if others:
+        return f"[guards] other than confirm are not modelled ({', '.join(others)})"
     agent = parts.make_agent()
     if not isinstance(agent, SimulatedAgent) or type(agent) is not SimulatedAgent:
         return "only the plain simulated agent"
@@ -119,6 +121,7 @@ def run_batch(spec: ExperimentSpec, controller: int, start: int, stop: int) -> B
             parts.limits,
             goal_tokens,
             np.random.default_rng(seed),
+            confirm=spec.guards.confirm or 1,
         )
         pieces.append(engine.run(last - first))
     return _concat(pieces)

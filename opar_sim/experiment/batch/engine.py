@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from controllers.batch import REPLAN, TERMINATE, BatchLaw, Reading
+from controllers.batch import CONTINUE, REPLAN, TERMINATE, BatchLaw, Reading
 from environments.flight_booking_batch import PAY_CASH, PAY_POINTS, FlightBookingBatch, take_rows
 from opar_sim.agents.simulated import RESULT_TOKEN_CAP, SimulatedAgentParams
 from opar_sim.core.limits import Limits
@@ -109,9 +109,11 @@ class _Engine:
         limits: Limits,
         goal_tokens: int,
         rng: np.random.Generator,
+        confirm: int = 1,
     ) -> None:
         self.world, self.law, self.p, self.limits, self.rng = world, law, agent, limits, rng
         self.goal_tokens = goal_tokens
+        self.confirm = confirm  # the [guards] stop confirmation's k (1: every TERMINATE passes)
         self.controller_steps = 0  # Reflects run, over all episodes
 
     def run(self, n: int) -> BatchEpisodes:
@@ -293,6 +295,12 @@ class _Engine:
             reading.feasible = world.best >= 0
             reading.quality = self._effective_quality()
         signal, give_up = self.law.decide(a, reading)
+        if self.confirm > 1:
+            # the stop confirmation (guards.ConfirmStop): a completion claim becomes CONTINUE
+            # until it is the k-th in a row; any other decision, or a give-up, resets the count
+            claim = a & (signal == TERMINATE) & ~give_up
+            s.claims = np.where(claim, s.claims + 1, np.where(a, 0, s.claims))
+            signal = np.where(claim & (s.claims < self.confirm), CONTINUE, signal)
         s.steps += a
         self.controller_steps += int(np.count_nonzero(a))
         better = a & (delta_task >= s.best_delta)
@@ -376,6 +384,7 @@ class _State:
         self.steps = np.zeros(n, np.int32)
         self.best_delta = np.full(n, -np.inf)
         self.best_step = np.zeros(n, np.int32)
+        self.claims = np.zeros(n, np.int32)  # consecutive completion claims (the confirmation)
 
 
 class _Out:
