@@ -24,6 +24,13 @@ The protocol (``opar-sim shootout SPEC``):
 
 The objective is the spec's ``[tune.objective]`` (``experiment.spec.Objective``:
 failure + weighted tokens + replan rate), or failure alone without one.
+
+**Screening** (``shootout --engine batch``): a contender with a batch twin has its
+trials scored on the lockstep batch engine; its ``finalists`` best distinct trials
+are re-scored on the SimPy engine on the same training episodes, the lowest SimPy
+objective wins (``experiment.tune.confirm_finalists``, as ``tune --engine batch``),
+and the held-out seeds are always scored on the SimPy engine.  A contender without
+a twin is searched on the SimPy engine with the same trials and episodes.
 """
 
 from __future__ import annotations
@@ -40,7 +47,7 @@ from opar_sim.analysis.paired import paired_against, paired_columns
 from opar_sim.analysis.stats import Estimate, discordant, holm, mcnemar_exact
 from opar_sim.core.registry import Registry
 from opar_sim.experiment.spec import Objective, ParamRange
-from opar_sim.experiment.tune import Evaluate, minimize
+from opar_sim.experiment.tune import Evaluate, Finalist, Trial, confirm_finalists, minimize
 
 TRAIN_SEED = 100  # training episodes: spec seed 100 (reports use 0-3)
 HOLDOUT_SEED = 1_000_003  # held-out episodes: seen by no default, report or trial
@@ -72,6 +79,9 @@ class Tuned:
     train_score: float
     trial_scores: list[float]
     holdout_rows: list[dict[str, Any]] = field(default_factory=list)
+    # with a screening engine: the trials the reference engine re-scored (else empty)
+    finalists: list[Finalist] = field(default_factory=list)
+    screened: str = "simpy"  # the engine the trials were scored on
 
 
 @dataclass
@@ -93,6 +103,8 @@ class Standing:
     p_holm: float
     objective_diff: Estimate  # this − best
     tokens_diff: Estimate  # this − best
+    screened: str = "simpy"  # the engine its trials were scored on
+    finalists: list[Finalist] = field(default_factory=list)  # re-scored on SimPy
 
 
 @dataclass
@@ -166,39 +178,60 @@ def tune_contender(
     on_trial: Callable[[], None] | None = None,
     enqueue: Sequence[Mapping[str, float]] = (),
     finalize: Callable[[dict[str, float]], dict[str, float]] | None = None,
+    screen: Evaluate | None = None,
+    finalists: int = 5,
 ) -> Tuned:
     """Search one contender's space on the training seeds, then run its best on held-out seeds.
 
     Args:
         name: The controller's registered name.
         space: Dotted path -> range (``contender_space``).
-        evaluate: ``evaluate(params, episodes, seed)`` for this contender's base spec.
+        evaluate: ``evaluate(params, episodes, seed)`` for this contender's base spec
+            (the engine of reference: it scores the held-out seeds).
         objective: The per-episode objective to minimise.
         budget: Trials, episodes, sampler and seeds (the same for every contender).
         on_trial: Called after each trial.
         enqueue: Assignments scored first (e.g. the shipped defaults).
         finalize: Turns the best assignment into the one scored held out (e.g. rounded).
+        screen: An evaluation that scores the trials instead (the batch engine); the
+            ``finalists`` best distinct trials are then re-scored with ``evaluate`` on
+            the training seed and the lowest of those wins.
+        finalists: How many screened trials ``evaluate`` re-scores.
 
     Returns:
         The best assignment (lowest training objective, first on ties; finalized)
         with its held-out rows.
     """
-    cache: dict[tuple[tuple[str, float], ...], float] = {}
+    cache: dict[tuple[tuple[str, float], ...], tuple[float, float]] = {}
+    trial_engine = evaluate if screen is None else screen
 
     def score(params: dict[str, float]) -> float:
         key = tuple(sorted(params.items()))
         if key not in cache:  # integer-only spaces revisit points: run each once
-            rows = evaluate(params, budget.train_episodes, budget.train_seed)
-            cache[key] = float(np.mean([objective.episode_score(r) for r in rows]))
+            rows = trial_engine(params, budget.train_episodes, budget.train_seed)
+            mean = float(np.mean([objective.episode_score(r) for r in rows]))
+            cache[key] = (mean, float(np.mean([bool(r.get("success")) for r in rows])))
         if on_trial is not None:
             on_trial()
-        return cache[key]
+        return cache[key][0]
 
     _, scored = minimize(
         space, score, budget.trials, budget.train_seed, sampler=budget.sampler, enqueue=enqueue
     )
-    best_index = min(range(len(scored)), key=lambda i: (scored[i][1], i))
-    best, train_score = scored[best_index]
+    confirmed: list[Finalist] = []
+    if screen is None:
+        best_index = min(range(len(scored)), key=lambda i: (scored[i][1], i))
+        best, train_score = scored[best_index]
+    else:
+        trials = [
+            Trial(k, params, value, cache[tuple(sorted(params.items()))][1])
+            for k, (params, value) in enumerate(scored)
+        ]
+        confirmed = confirm_finalists(
+            objective, budget.train_episodes, trials, evaluate, budget.train_seed, finalists
+        )
+        winner = min(confirmed, key=lambda f: (f.score, f.number))
+        best, train_score = winner.params, winner.score
     if finalize is not None:
         best = finalize(best)
     rows = evaluate(best, budget.holdout_episodes, budget.holdout_seed)
@@ -209,6 +242,8 @@ def tune_contender(
         train_score=train_score,
         trial_scores=[s for _, s in scored],
         holdout_rows=sorted(rows, key=lambda r: int(r["episode"])),
+        finalists=confirmed,
+        screened="simpy" if screen is None else "batch",
     )
 
 
@@ -283,6 +318,8 @@ def standings(
                 p_mcnemar=1.0 if i == best else raw_of[key],
                 p_holm=1.0 if i == best else holm_of[key],
                 **paired_against(cols, i, best, seed).as_fields(),
+                screened=t.screened,
+                finalists=t.finalists,
             )
         )
     out.sort(key=lambda s: (s.rank, -s.success, s.objective, s.name))
@@ -345,6 +382,17 @@ def standings_json(
                 "rank": s.rank,
                 "best_params": s.best_params,
                 "train_objective": s.train_score,
+                "trials_engine": s.screened,
+                "finalists": [
+                    {
+                        "trial": f.number,
+                        "params": f.params,
+                        "batch_objective": f.screen_score,
+                        "simpy_objective": f.score,
+                        "simpy_success": f.success_rate,
+                    }
+                    for f in s.finalists
+                ],
                 "holdout": {
                     "episodes": s.n,
                     "success": s.success,

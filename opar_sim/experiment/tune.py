@@ -309,7 +309,9 @@ def tune(
     reference = evaluate
     if confirm is not None:
         reference = confirm
-        confirmed = confirm_finalists(spec, trials, confirm, seed, finalists)
+        confirmed = confirm_finalists(
+            spec.objective, spec.train_episodes, trials, confirm, seed, finalists
+        )
         winner = min(confirmed, key=lambda f: (f.score, f.number))
         best_params, best_score = winner.params, winner.score
     default_rows = reference(None, spec.holdout_episodes, spec.holdout_seed)
@@ -325,12 +327,18 @@ def tune(
 
 
 def confirm_finalists(
-    spec: TuneSpec, trials: Sequence[Trial], confirm: Evaluate, seed: int, count: int
+    objective: Objective,
+    train_episodes: int,
+    trials: Sequence[Trial],
+    confirm: Evaluate,
+    seed: int,
+    count: int,
 ) -> list[Finalist]:
     """Re-score the ``count`` best distinct screened trials with ``confirm``, training seed.
 
     Args:
-        spec: The ``[tune]`` table (objective, training episodes).
+        objective: The per-episode objective.
+        train_episodes: Episodes of each re-score (the screening's training episodes).
         trials: The screened trials.
         confirm: The evaluation of reference.
         seed: The training seed.
@@ -348,8 +356,8 @@ def confirm_finalists(
             break
     out = []
     for trial in chosen:
-        rows = confirm(trial.params, spec.train_episodes, seed)
-        score = mean_score(spec.objective, rows)
+        rows = confirm(trial.params, train_episodes, seed)
+        score = mean_score(objective, rows)
         out.append(Finalist(trial.number, trial.params, trial.score, score, success_rate(rows)))
     return out
 

@@ -154,3 +154,41 @@ def test_ablation_pairs_every_arm_against_the_reference():
     assert results[1].tokens_diff.mean == -100.0
     assert results[2].discordant == (0, 20) and results[2].p_mcnemar == 2 / 2**20
     assert results[2].p_holm == min(1.0, 2 * (2 / 2**20))
+
+
+def test_a_screened_search_picks_the_finalist_the_reference_scores_best():
+    """Screened trials rank the finalists; the reference engine's re-score picks the winner."""
+    from opar_sim.analysis.shootout import Budget, tune_contender
+    from opar_sim.experiment.spec import ParamRange
+
+    space = {"controller.params.x": ParamRange(low=0, high=9, integer=True)}
+    calls = {"screen": [], "reference": []}
+
+    def score_rows(value, episodes):  # objective = failure: the share of failed episodes
+        failed = round(value * episodes)
+        return [{**row, "success": row["episode"] >= failed} for row in rows([True] * episodes)]
+
+    def screen(params, episodes, seed):  # the screen prefers large x
+        calls["screen"].append((params, episodes, seed))
+        return score_rows(1 - params["controller.params.x"] / 10, episodes)
+
+    def reference(params, episodes, seed):  # the reference disagrees: it prefers small x
+        calls["reference"].append((params, episodes, seed))
+        return score_rows(params["controller.params.x"] / 10, episodes)
+
+    budget = Budget(trials=10, train_episodes=10, holdout_episodes=4, sampler="tpe")
+    tuned = tune_contender("x", space, reference, Objective(), budget, screen=screen, finalists=3)
+    assert tuned.screened == "batch" and len(tuned.finalists) == 3
+    screened = sorted({c[0]["controller.params.x"] for c in calls["screen"]}, reverse=True)
+    # the finalists are the three best screened (largest x) distinct trials
+    assert sorted(f.params["controller.params.x"] for f in tuned.finalists) == sorted(screened[:3])
+    best = min(tuned.finalists, key=lambda f: (f.score, f.number))
+    assert tuned.best_params == best.params and tuned.train_score == best.score
+    # the winner is the smallest finalist, not the screen's favourite
+    assert tuned.best_params["controller.params.x"] == screened[2] < screened[0]
+    assert tuned.train_score == screened[2] / 10
+    finalist_runs = [c for c in calls["reference"] if c[2] == budget.train_seed]
+    assert len(finalist_runs) == 3 and all(c[1] == 10 for c in finalist_runs)
+    holdout = [c for c in calls["reference"] if c[2] == budget.holdout_seed]
+    assert holdout == [(tuned.best_params, 4, budget.holdout_seed)]
+    assert all(c[2] == budget.train_seed for c in calls["screen"])  # no held-out seed screened

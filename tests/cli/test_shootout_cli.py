@@ -58,3 +58,22 @@ def test_bad_input_exits_2_with_one_line(case, tmp_path, capsys, monkeypatch):
     err = capsys.readouterr().err
     assert message in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "runs").exists()
+
+
+def test_a_batch_screened_shootout_rescores_finalists_and_searches_bayes_on_simpy(tmp_path, capsys):
+    out = tmp_path / "sb"
+    argv = ["shootout", SPEC, "--controllers", "bayes,pid", "--trials", "4", "--engine", "batch"]
+    argv += ["--finalists", "2", "--train-episodes", "20", "--holdout-episodes", "20"]
+    assert main([*argv, "--workers", "1", "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "bayes: trials on the SimPy engine" in printed and "batch-screened" in printed
+    data = json.loads((out / "shootout.json").read_text())
+    assert data["protocol"]["engine"] == {"trials": "batch", "finalists": 2, "holdout": "simpy"}
+    by_name = {c["name"]: c for c in data["contenders"]}
+    assert by_name["bayes"]["trials_engine"] == "simpy" and by_name["bayes"]["finalists"] == []
+    pid = by_name["pid"]
+    assert pid["trials_engine"] == "batch" and 1 <= len(pid["finalists"]) <= 2
+    winner = min(pid["finalists"], key=lambda f: (f["simpy_objective"], f["trial"]))
+    assert pid["train_objective"] == winner["simpy_objective"]
+    assert pid["best_params"] == winner["params"]
+    assert all(c["holdout"]["episodes"] == 20 for c in data["contenders"])

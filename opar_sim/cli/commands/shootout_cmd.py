@@ -44,11 +44,12 @@ from opar_sim.cli.commands.common import (
 from opar_sim.cli.render import progress_bar
 from opar_sim.cli.tables import TextTable
 from opar_sim.core.extras import install_hint
+from opar_sim.experiment.batch import check_batch
 from opar_sim.experiment.build import load_spec, parse_spec
 from opar_sim.experiment.executors import open_executor
 from opar_sim.experiment.rundir import prepare_out_dir, write_json
 from opar_sim.experiment.spec import Objective, SpecError
-from opar_sim.experiment.tune import apply_params, executor_evaluate
+from opar_sim.experiment.tune import apply_params, batch_evaluate, executor_evaluate
 
 NAME = "shootout"
 HELP = "tune every controller with the same budget, rank them on held-out seeds (ties as ties)"
@@ -82,6 +83,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"held-out episodes, seed {DEFAULT.holdout_seed} (default {DEFAULT.holdout_episodes})",
     )
     parser.add_argument("--sampler", choices=("tpe", "cmaes"), default=DEFAULT.sampler)
+    parser.add_argument(
+        "--engine",
+        choices=("simpy", "batch"),
+        default="simpy",
+        help="simpy: every trial on the reference engine (default); batch: screen the trials "
+        "of each contender with a batch twin on the lockstep batch engine, re-score its "
+        "--finalists best on the SimPy engine (same training episodes); a contender without "
+        "a twin is searched on the SimPy engine; held-out seeds: always SimPy",
+    )
+    parser.add_argument(
+        "--finalists",
+        type=int_at_least(1),
+        default=5,
+        help="with --engine batch: how many screened trials the SimPy engine re-scores (5)",
+    )
     parser.add_argument("--out", type=Path, help="output directory (default: runs/NAME/TIMESTAMP)")
     add_executor_flags(parser)
 
@@ -121,6 +137,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
     objective = spec.tune.objective if spec.tune is not None else Objective()
     data = spec.model_dump()
     bases, spaces = {}, {}
+    screened: set[str] = set()  # the contenders whose trials the batch engine scores
     for name in list(names):
         factory = CONTROLLERS.factories[name]
         try:
@@ -130,13 +147,26 @@ def run(args: argparse.Namespace, console: Console) -> int:
         bases[name] = contender_data(data, name)
         spaces[name] = contender_space(factory)
         try:
-            for corner in corners(spaces[name]):  # every trial must be a valid spec
+            checked = [  # every trial must be a valid spec
                 parse_spec(apply_params(bases[name], corner), f"{args.spec}: {name} space corner")
+                for corner in corners(spaces[name])
+            ]
         except SpecError as exc:
             if args.controllers is not None:  # asked for by name: the user must know
                 raise
             names.remove(name)  # by default, a law that cannot run this spec sits out
             console.print(f"skipped {name}: {exc}", markup=False, highlight=False)
+            continue
+        if args.engine == "batch":
+            try:
+                for corner_spec in checked:
+                    check_batch(corner_spec)
+            except SpecError as exc:
+                console.print(
+                    f"{name}: trials on the SimPy engine ({exc})", markup=False, highlight=False
+                )
+            else:
+                screened.add(name)
     if len(names) < 2:
         raise UsageError("fewer than two controllers can run this spec")
     out: Path = args.out or default_out(f"{spec.name}-shootout")
@@ -146,6 +176,12 @@ def run(args: argparse.Namespace, console: Console) -> int:
         f"({budget.sampler}) × {budget.train_episodes} training episodes (seed "
         f"{budget.train_seed}); held out: {budget.holdout_episodes} episodes "
         f"(seed {budget.holdout_seed})"
+        + (
+            f"; trials screened on the batch engine ({len(screened)} of {len(names)} "
+            f"contenders), the {args.finalists} best re-scored on the SimPy engine"
+            if args.engine == "batch"
+            else ""
+        )
     )
     config = executor_config(args)
     require_backends(spec)
@@ -154,15 +190,28 @@ def run(args: argparse.Namespace, console: Console) -> int:
         job = bar.add_task("trials", total=budget.trials * len(names))
         for name in names:
             evaluate = executor_evaluate(bases[name], executor, config.parallelism, parse_spec)
+            screen = batch_evaluate(bases[name], parse_spec) if name in screened else None
             tuned.append(
                 tune_contender(
-                    name, spaces[name], evaluate, objective, budget, lambda: bar.advance(job)
+                    name,
+                    spaces[name],
+                    evaluate,
+                    objective,
+                    budget,
+                    lambda: bar.advance(job),
+                    screen=screen,
+                    finalists=args.finalists,
                 )
             )
     ranked, pairs = standings(tuned, objective, budget.holdout_seed)
     elapsed = time.perf_counter() - started
     out.mkdir(parents=True, exist_ok=True)
     summary = standings_json(budget, objective, ranked, pairs)
+    summary["protocol"]["engine"] = (
+        {"trials": "batch", "finalists": args.finalists, "holdout": "simpy"}
+        if args.engine == "batch"
+        else {"trials": "simpy", "holdout": "simpy"}
+    )
     summary["wall_seconds"] = elapsed
     write_json(out / "shootout.json", summary)
     from opar_sim.figures import tuning  # matplotlib only when drawing
@@ -245,7 +294,7 @@ def params_table(ranked: Sequence[Standing]) -> TextTable:
     """Each contender's tuned assignment and its training objective."""
     rows = [
         [
-            s.name,
+            s.name + (" (batch-screened)" if s.screened == "batch" else ""),
             f"{s.train_score:.4f}",
             ", ".join(
                 f"{path.rsplit('.', 1)[-1]}={value if isinstance(value, int) else f'{value:.3g}'}"
@@ -254,6 +303,18 @@ def params_table(ranked: Sequence[Standing]) -> TextTable:
         ]
         for s in ranked
     ]
+    notes = (
+        [
+            "batch-screened: trials scored on the batch engine; train objective: the winning "
+            "finalist's SimPy re-score on the training episodes"
+        ]
+        if any(s.screened == "batch" for s in ranked)
+        else []
+    )
     return TextTable(
-        "tuned assignments", ["controller", "train objective", "best parameters"], rows, [], left=3
+        "tuned assignments",
+        ["controller", "train objective", "best parameters"],
+        rows,
+        notes,
+        left=3,
     )
