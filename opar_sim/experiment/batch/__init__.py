@@ -56,12 +56,20 @@ def check_batch(spec: ExperimentSpec) -> None:
     Raises:
         SpecError: Naming the first feature the engine lacks.
     """
-    problem = _unsupported(spec)
+    problem = batch_unsupported(spec)
     if problem is not None:
         raise SpecError(f"--engine batch: {problem} (use the SimPy engine)")
 
 
-def _unsupported(spec: ExperimentSpec) -> str | None:
+def batch_unsupported(spec: ExperimentSpec) -> str | None:
+    """The first feature of ``spec`` the batch engine lacks, or None when it runs it.
+
+    Args:
+        spec: A validated spec.
+
+    Returns:
+        A short reason (``check_batch`` words it as an error), or None.
+    """
     if spec.task.name != FlightBooking.name:
         return f"no vectorised model of task {spec.task.name!r} (only {FlightBooking.name!r})"
     if spec.task.wrappers:
