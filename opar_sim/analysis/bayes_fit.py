@@ -24,6 +24,88 @@ from opar_sim.core.types import Evaluation
 from opar_sim.experiment.build import build
 from opar_sim.experiment.spec import ExperimentSpec
 
+# the chain the shipped one was refitted from (issue 12): the five-state chain fitted on
+# 600 episodes of seed 100 before it (``refit_shipped`` starts from it)
+_PREVIOUS_LEVELS: Any = (
+    ((0.0, 0.05), (0.1, 0.692), (0.2, 0.258)),
+    ((0.3, 0.23), (0.4, 0.77)),
+    ((0.5, 0.122), (0.6, 0.878)),
+    ((0.75, 0.058), (0.8, 0.942)),
+    ((1.0, 1.0),),
+)
+_PREVIOUS_ENTRY: Any = (
+    (0.041, -0.05),
+    (0.675, -0.821),
+    (0.4, -0.141),
+    (0.246, -0.251),
+    (-0.361, 1.264),
+)
+# per source state, for each destination: (destination, unproductive), (destination, productive)
+_PREVIOUS_MOVES: tuple[Any, ...] = (
+    (
+        (1.385, -1.659),
+        (-0.026, 0.125),
+        (0.0, 0.0),
+        (-0.359, 1.534),
+        (0.0, 0.0),
+        (0.0, 0.0),
+        (0.0, 0.0),
+        (0.0, 0.0),
+        (0.0, 0.0),
+        (0.0, 0.0),
+    ),
+    (
+        (0.263, -0.246),
+        (0.0, 0.0),
+        (0.554, -0.12),
+        (-0.039, 0.197),
+        (0.0, 0.0),
+        (0.155, 0.206),
+        (0.0, 0.0),
+        (0.039, -0.013),
+        (0.0, 0.0),
+        (0.028, -0.025),
+    ),
+    (
+        (0.0, 0.0),
+        (0.0, 0.0),
+        (0.149, -0.138),
+        (0.0, 0.0),
+        (0.911, -0.782),
+        (0.036, 0.006),
+        (0.0, 0.0),
+        (0.105, -0.063),
+        (0.0, 0.0),
+        (-0.2, 0.977),
+    ),
+    (
+        (0.0, 0.0),
+        (0.0, 0.0),
+        (-0.023, 0.21),
+        (0.0, 0.0),
+        (-0.072, 0.781),
+        (0.0, 0.0),
+        (1.122, -1.051),
+        (0.0, 0.0),
+        (0.0, 0.0),
+        (-0.027, 0.059),
+    ),
+    (
+        (0.0, 0.0),
+        (0.0, 0.0),
+        (0.116, -0.148),
+        (0.0, 0.0),
+        (0.13, -0.074),
+        (0.0, 0.0),
+        (0.0, 0.003),
+        (0.0, 0.0),
+        (0.754, 0.219),
+        (0.0, 0.0),
+    ),
+)
+_PREVIOUS_KAPPA = 0.971
+_PREVIOUS_PRODUCTIVE: Any = (0.325, 0.387)
+
 
 class _Labeller(BayesReflector):
     """``bayes`` that also reads the truth probe, to label its own steps."""
@@ -156,7 +238,7 @@ def refit_shipped(
     """The protocol that made the shipped chain (docs/bayes.md, "Fitting").
 
     flight_booking's spec with ``bayes`` (failure-only objective), starting from the
-    model as shipped before the refit, ``rounds`` rounds of ``episodes`` episodes on
+    chain shipped before the refit (``_PREVIOUS_*``), ``rounds`` rounds of ``episodes`` episodes on
     the tuning seed, fitted on feasible worlds only.
 
     Args:
@@ -176,7 +258,15 @@ def refit_shipped(
     spec = apply_changes(spec, {"controller": {"name": "bayes", "params": {}}}, "bayes_fit")
     law = build(spec).controllers[0][1]()
     assert isinstance(law, BayesReflector)
-    start = model_from(law._info, law.overrides)
+    start = dataclasses.replace(
+        model_from(law._info, law.overrides),
+        levels=_PREVIOUS_LEVELS,
+        entry=_PREVIOUS_ENTRY,
+        moves=_PREVIOUS_MOVES,
+        kappa_base=_PREVIOUS_KAPPA,
+        productive_base=_PREVIOUS_PRODUCTIVE[0],
+        productive_gain=_PREVIOUS_PRODUCTIVE[1],
+    )
     return fit(spec, start, episodes, seed, rounds, feasible_only=True)
 
 
