@@ -82,8 +82,8 @@ def fit_chain(
         ``productive`` (base, gain) below ``stages``, ``entry`` (per state:
         (base, gain)), ``moves`` (per source state, per (destination,
         productive) pair: (base, gain)), ``levels`` (per state:
-        ((visible level, share), ...)), ``kappa`` (P(complete | looks complete))
-        and the counts each was fitted on.
+        ((visible level, share), ...)), ``kappa`` (P(complete) on arriving at
+        looks complete) and the counts each was fitted on.
     """
     below = [s for s in steps if s.before < 0 and s.kind != "fail"]
     productive = line(
@@ -115,7 +115,9 @@ def fit_chain(
         levels.append(
             tuple((float(v), round(float(c) / n.sum(), 3)) for v, c in zip(values, n, strict=True))
         )
-    done = [s.complete for s in at if s.after == n_states - 1]
+    # κ on the arrivals in "looks complete" (a law stops soon after one; a task that is
+    # truly complete stays longer there, so every step at it would overrate κ)
+    done = [s.complete for s in at if s.after == n_states - 1 and s.before != n_states - 1]
     return {
         "productive": productive,
         "entry": entry,

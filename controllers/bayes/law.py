@@ -47,8 +47,36 @@ TOOL_DEFAULTS: dict[str, float] = {
     "timeout": 2.0,
     "failure_rate": 0.05,
 }
+# flight_booking's world draws (environments/flight_booking.py, ``_reset_world``; a test
+# checks them against the task): fares U(0.55, 1.6)·max_price, departures 5..22 h
+FARE_RANGE = (0.55, 1.6)
+HOUR_RANGE = (5, 22)
 FAILED_ACT = 0.35  # δ_act below this: the step failed (the agent reads 0.1 for a failure)
 EPS = 1e-12
+
+
+def p_feasible(task_params: Mapping[str, Any]) -> float:
+    """P(a flight_booking world has a valid flight when it is drawn).
+
+    Each of ``n_flights`` flights is valid when its fare is under ``max_price`` and
+    it departs at ``earliest_hour`` or later; an ``infeasible_rate`` share of worlds
+    is made infeasible on purpose.  (Fares that rise during the episode can make a
+    feasible world infeasible later: not counted here.)
+
+    Args:
+        task_params: The task's parameters (defaults: flight_booking's).
+
+    Returns:
+        (1 − infeasible_rate) · (1 − (1 − p_valid)^n_flights).
+    """
+    n = int(task_params.get("n_flights", 12))
+    earliest = int(task_params.get("earliest_hour", 9))
+    low, high = FARE_RANGE
+    p_fare = min(1.0, max(0.0, (1.0 - low) / (high - low)))
+    first, last = HOUR_RANGE
+    p_hour = min(1.0, max(0.0, (last - max(earliest, first) + 1) / (last - first + 1)))
+    rate = float(task_params.get("infeasible_rate", 0.0))
+    return (1.0 - rate) * (1.0 - (1.0 - p_fare * p_hour) ** n)
 
 
 def model_from(info: ModelInfo | None, overrides: Mapping[str, Any]) -> BayesModel:
@@ -64,7 +92,7 @@ def model_from(info: ModelInfo | None, overrides: Mapping[str, Any]) -> BayesMod
     """
     agent = dict(AGENT_DEFAULTS)
     tools = dict(TOOL_DEFAULTS)
-    fields: dict[str, Any] = {}
+    fields: dict[str, Any] = {"p_feasible": p_feasible(info.task_params if info else {})}
     if info is not None:
         agent.update({k: v for k, v in info.agent.items() if k in AGENT_DEFAULTS})
         found_tools = info.task_params.get("tools")

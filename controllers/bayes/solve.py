@@ -65,6 +65,23 @@ class Solution:
         """The model's expected value (minus the objective) before the first step."""
         return float(step_values(self, 0, 0, fresh=True, first=True)[0, 0, 0])
 
+    def predicted_success(self) -> float:
+        """P(success) before the first step, infeasible worlds included.
+
+        The DP plans for feasible worlds; in an infeasible world no law succeeds, so
+        P(success) = ``p_feasible`` · P(success | feasible), the latter from the start
+        value of the failure-only objective (−w_failure · P(failure)).  On that
+        objective planning for feasible worlds is also exact for the mixture: an
+        infeasible world adds the same −w_failure to every decision's value.
+
+        Raises:
+            ValueError: when the objective also weighs tokens or replans.
+        """
+        m = self.model
+        if m.w_tokens or m.w_replan:
+            raise ValueError("predicted_success needs the failure-only objective")
+        return m.p_feasible * (1.0 + self.start_value() / m.w_failure)
+
 
 @dataclass
 class Tables:
