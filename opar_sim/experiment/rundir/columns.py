@@ -47,6 +47,7 @@ FloatArray = npt.NDArray[np.float64]
 _MISSING = object()  # a field absent from a row (distinct from an explicit null)
 _CHUNK = 4096  # rows parsed before their fields are gathered (the dicts stay in cache)
 _BLOCK_BYTES = 1 << 24  # steps.jsonl is read about 16 MB of whole lines at a time
+_FLOAT_COLUMNS = ("time", "progress", "delta_task")  # the others are integers (or codes)
 _INT: set[type] = {int}
 _NUM: set[type] = {int, float}
 _STR: set[type] = {str}
@@ -297,23 +298,24 @@ def _fast(path: Path, sub_agents: bool) -> StepColumns:
     agents: dict[str, int] = {}
     signals: dict[str | None, int] = {None: 0}
     actions: dict[str | None, int] = {None: 0}
-    pieces: dict[str, list[Any]] = {name: [] for name in (*_FIELDS, "length")}
+    # each column starts with an empty array of its type, so an empty file keeps the types
+    pieces: dict[str, list[Any]] = {
+        name: [np.zeros(0, float if name in _FLOAT_COLUMNS else np.int64)]
+        for name in (*_FIELDS, "length")
+    }
     with open(path / STEPS_FILE, "rb") as f:
         while raw_lines := f.readlines(_BLOCK_BYTES):
             if not raw_lines[-1].endswith(b"\n"):
                 raw_lines.pop()  # a torn last line (an interrupted write) is skipped
             if raw_lines:
                 _gather(raw_lines, pieces, (ctrl, agents, signals, actions))
-    cols = {name: np.concatenate(part) if part else np.zeros(0) for name, part in pieces.items()}
-    lengths = cols["length"].astype(np.int64)
+    cols = {name: np.concatenate(part) for name, part in pieces.items()}
+    lengths = cols["length"]
     lines = np.zeros(len(lengths), np.int64)
     np.cumsum(lengths[:-1], out=lines[1:])
     n = len(lengths)
-    episode = cols["episode"].astype(np.int64)
-    trial = cols["trial"].astype(np.int64)
-    attempt = cols["attempt"].astype(np.int64)
-    controller = cols["controller"].astype(np.int64)
-    agent = cols["agent"].astype(np.int64)
+    episode, trial, attempt = cols["episode"], cols["trial"], cols["attempt"]
+    controller, agent = cols["controller"], cols["agent"]
     # a block: a run of rows of one episode key and agent (iter_traces' grouping)
     if n:
         change = np.ones(n, bool)
@@ -357,14 +359,14 @@ def _fast(path: Path, sub_agents: bool) -> StepColumns:
         trial=trial[block_rows],
         attempt=attempt[block_rows],
         offsets=offsets,
-        step=cols["step"].astype(np.int64)[row_index],
-        time=cols["time"].astype(float)[row_index],
-        progress=cols["progress"].astype(float)[row_index],
-        estimate=cols["delta_task"].astype(float)[row_index],
+        step=cols["step"][row_index],
+        time=cols["time"][row_index],
+        progress=cols["progress"][row_index],
+        estimate=cols["delta_task"][row_index],
         signals=list(signals),
-        signal=cols["signal"].astype(np.int64)[row_index],
+        signal=cols["signal"][row_index],
         actions=list(actions),
-        action=cols["action"].astype(np.int64)[row_index],
+        action=cols["action"][row_index],
         line=lines[row_index],
     )
 
