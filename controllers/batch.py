@@ -7,15 +7,19 @@ evaluation and loop context as arrays and returns the signals
 rows outside ``mask`` are finished episodes: the engine never reads them
 again, so a law may leave their state anything (sparing a masked write per
 field).  ``from_scalar`` turns a built scalar law
-into its batch twin, with the same parameters; a law with no twin (the
-Bayes law, the checker) raises ``Unsupported``.  The oracle's twin reads the
-hidden state the engine puts in the reading, as the scalar one reads its
+into its batch twin, with the same parameters.  A law with no twin (the
+Bayes law, a law of the user's) runs through its scalar reference, one
+instance per episode, row by row (``ScalarRows``: exact by construction, at
+the scalar law's own cost per Reflect); only a law that reads the hidden
+state and has no twin is refused (``Unsupported``).  The oracle's twin reads
+the hidden state the engine puts in the reading, as the scalar one reads its
 truth probe.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -31,6 +35,8 @@ from controllers.pid import CognitivePID
 from controllers.sprt import SPRTReflector
 from controllers.stall_counter import StallCounter
 from controllers.threshold import ThresholdReflector
+from opar_sim.core.controller import Controller, ReflectContext, TruthReader
+from opar_sim.core.types import ControlSignal, Evaluation
 
 CONTINUE, REPLAN, TERMINATE = 0, 1, 2
 
@@ -59,6 +65,10 @@ class Reading:
     complete: np.ndarray | None = None
     feasible: np.ndarray | None = None
     quality: np.ndarray | None = None  # the plan's effective quality now
+    # the loop's step number and every episode's clock (ReflectContext.step and .now), for
+    # the laws run row by row through their scalar reference
+    step: int = 0
+    now: np.ndarray | None = None
 
 
 class BatchLaw(Protocol):
@@ -370,6 +380,83 @@ class BatchOracle:
         return _codes(r.complete | give, replan), give
 
 
+_CODES = {ControlSignal.CONTINUE: CONTINUE, ControlSignal.REPLAN: REPLAN}
+
+
+class ScalarRows:
+    """A law with no batch twin, run through its scalar reference: one instance per episode.
+
+    At each Reflect every live row's evaluation and loop context are rebuilt as the scalar
+    types and handed to that row's own instance, so the decisions are the scalar law's by
+    construction; what the engine does not model is not in them: the critique text is
+    empty and there is no memory note (the simulated agent's critique says only whether
+    the step made progress, which δ_act already tells).  It costs the scalar law's
+    ``decide`` per Reflect (plus about a microsecond to build its arguments), so the engine
+    is no longer array-speed for such a law, only for the task and the agent.
+    """
+
+    needs = ("missing", "context")  # the engine fills ``missing``, ``step`` and ``now``
+
+    def __init__(self, make: Callable[[], Controller], first: Controller) -> None:
+        """Keep the factory that builds one more instance of the law.
+
+        Args:
+            make: Builds a fresh, bound instance (the build's controller factory).
+            first: One instance already built (kept: it serves the first row).
+        """
+        self.make = make
+        self.name = first.name
+        self.pool: list[Controller] = [first]  # kept for the next chunk
+        self.laws = np.empty(0, object)
+
+    def reset(self, n: int) -> None:
+        """``n`` instances, each ``reset()``, one per row.
+
+        ``laws`` is an object array so that the engine's compaction (``take_rows``) drops
+        the finished rows' instances with the rows of every other array.
+        """
+        while len(self.pool) < n:
+            self.pool.append(self.make())
+        self.laws = np.empty(n, object)
+        for k, law in enumerate(self.pool[:n]):
+            law.reset()
+            self.laws[k] = law
+
+    def decide(self, m: np.ndarray, r: Reading) -> Signals:
+        """Each row of ``m`` decided by its own scalar instance."""
+        if r.now is None or r.missing is None:
+            raise ValueError("a law run row by row reads the step's clock and what is missing")
+        signal = np.full(len(m), CONTINUE, np.int8)
+        give_up = np.zeros(len(m), bool)
+        rows = np.flatnonzero(m).tolist()
+        # the rows' fields as Python scalars, converted once per Reflect, not per element
+        fields = zip(
+            r.delta_task[rows].tolist(),
+            r.delta_act[rows].tolist(),
+            r.delta_plan[rows].tolist(),
+            r.confidence[rows].tolist(),
+            r.missing[rows].tolist(),
+            r.now[rows].tolist(),
+            r.dt[rows].tolist(),
+            r.plan_age[rows].tolist(),
+            r.plan_exhausted[rows].tolist(),
+            r.replans[rows].tolist(),
+            strict=True,
+        )
+        laws, step, goal = self.laws, r.step, ("remaining goal",)
+        for k, (task, act, plan, conf, missing, now, dt, age, exhausted, replans) in zip(
+            rows, fields, strict=True
+        ):
+            ev = Evaluation(task, act, plan, conf, "", goal if missing else ())
+            d = laws[k].decide(ev, ReflectContext(step, now, dt, age, exhausted, replans))
+            if d.signal is ControlSignal.TERMINATE:
+                signal[k] = TERMINATE
+                give_up[k] = d.give_up
+            else:
+                signal[k] = _CODES[d.signal]
+        return signal, give_up
+
+
 TWINS: dict[type, Any] = {
     CognitivePID: BatchPID,
     ThresholdReflector: BatchThreshold,
@@ -383,26 +470,33 @@ TWINS: dict[type, Any] = {
 }
 
 
-def from_scalar(law: object) -> BatchLaw:
+def from_scalar(law: object, make: Callable[[], Controller] | None = None) -> BatchLaw:
     """The batch twin of a built scalar law, with its parameters.
 
     Args:
-        law: A built controller (exactly one of the classes in ``TWINS``; a
-            subclass may change the law, so it is refused).
+        law: A built controller.  One of the classes in ``TWINS`` (exactly: a subclass may
+            change the law) gets its array twin; any other runs row by row through its
+            scalar reference (``ScalarRows``) when ``make`` is given.
+        make: Builds further instances of ``law`` (the build's controller factory); None
+            allows only array twins.
 
     Returns:
         The twin, to ``reset(n)`` before use.
 
     Raises:
-        Unsupported: If the law has no batch twin.
+        Unsupported: If the law has no array twin and either no ``make`` was given or it
+            reads the hidden state (the engine gives the truth only to array twins).
     """
     twin = TWINS.get(type(law))
     if twin is None:
-        names = ", ".join(sorted(str(getattr(c, "name", c.__name__)) for c in TWINS))
-        raise Unsupported(
-            f"controller {getattr(law, 'name', type(law).__name__)!r} has no batch twin "
-            f"(the batch engine runs {names})"
-        )
+        label = repr(getattr(law, "name", type(law).__name__))
+        if make is None:
+            names = ", ".join(sorted(str(getattr(c, "name", c.__name__)) for c in TWINS))
+            raise Unsupported(f"controller {label} has no batch twin (arrays: {names})")
+        if isinstance(law, TruthReader):
+            raise Unsupported(f"controller {label} reads the hidden state and has no batch twin")
+        rows: BatchLaw = ScalarRows(make, law)  # type: ignore[arg-type]
+        return rows
     if isinstance(law, CognitivePID) and not math.isfinite(law.setpoint):
         raise Unsupported("a non-finite set-point")
     result: BatchLaw = twin(law)

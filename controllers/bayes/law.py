@@ -17,7 +17,7 @@ import numpy as np
 
 from controllers.base import require_unit
 from controllers.bayes.model import FITTED_KAPPA, FITTED_PRODUCTIVE, BayesModel
-from controllers.bayes.solve import Solution, entry_prior, solution, step_values, tables, value_at
+from controllers.bayes.solve import Solution, entry_prior, solution, tables, value_at
 from opar_sim.core.controller import ModelInfo, ReflectContext
 from opar_sim.core.types import ControlSignal, Decision, Evaluation
 
@@ -245,6 +245,7 @@ class BayesReflector:
         self.productive_act = productive_act
         self._info: ModelInfo | None = None
         self._model: BayesModel | None = None
+        self._solution: Solution | None = None  # kept: the cache's key hashes the whole model
         self.reset()
 
     @classmethod
@@ -269,6 +270,7 @@ class BayesReflector:
             )
         self._info = model
         self._model = None
+        self._solution = None
 
     @property
     def model(self) -> BayesModel:
@@ -280,7 +282,9 @@ class BayesReflector:
     @property
     def solution(self) -> Solution:
         """The model's solution (solved once per model, cached in-process)."""
-        return solution(self.model)
+        if self._solution is None:
+            self._solution = solution(self.model)
+        return self._solution
 
     def reset(self) -> None:
         """Back to the belief before the first step."""
@@ -343,8 +347,8 @@ class BayesReflector:
             return {"continue": -model.w_failure, "replan": -model.w_failure, "terminate": stop}
         if self.m < model.stages:
             a, b = min(self.a, model.horizon + 1), min(self.b, model.horizon + 1)
-            cont = step_values(sol, t, r, fresh=False)[self.m, a, b]
-            rep = step_values(sol, t, r, fresh=True)[self.m, a, b]
+            cont = sol.below_values(t, r, False)[self.m, a, b]
+            rep = sol.below_values(t, r, True)[self.m, a, b]
         else:
             assert self.belief is not None
             cont = value_at(sol.action_vectors(t, r, False, self.c), self.belief)

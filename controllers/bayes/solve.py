@@ -53,12 +53,22 @@ class Solution:
     # the vectors of CONTINUE and REPLAN at ``stages`` by (t, r, fresh, class), kept for
     # the lookups of each Reflect
     actions: dict[tuple[int, int, bool, int], Alphas] = field(default_factory=dict)
+    # the values below ``stages`` of CONTINUE and REPLAN by (t, r, fresh): ``step_values``
+    # is a pure function of them, about 2 ms a call, read at every Reflect below ``stages``
+    below_steps: dict[tuple[int, int, bool], np.ndarray] = field(default_factory=dict)
 
     def action_vectors(self, t: int, r: int, fresh: bool, c: int) -> Alphas:
         """The vectors of CONTINUE (``fresh`` False) or REPLAN at ``stages`` after step t."""
         found = self.actions.get((t, r, fresh, c))
         if found is None:
             found = self.actions[(t, r, fresh, c)] = stage_vectors(self, t, r, fresh, c)
+        return found
+
+    def below_values(self, t: int, r: int, fresh: bool) -> np.ndarray:
+        """``step_values`` of CONTINUE (``fresh`` False) or REPLAN after step t, kept."""
+        found = self.below_steps.get((t, r, fresh))
+        if found is None:
+            found = self.below_steps[(t, r, fresh)] = step_values(self, t, r, fresh=fresh)
         return found
 
     def start_value(self) -> float:

@@ -25,12 +25,13 @@ The protocol (``opar-sim shootout SPEC``):
 The objective is the spec's ``[tune.objective]`` (``experiment.spec.Objective``:
 failure + weighted tokens + replan rate), or failure alone without one.
 
-**Screening** (``shootout --engine batch``): a contender with a batch twin has its
-trials scored on the lockstep batch engine; its ``finalists`` best distinct trials
-are re-scored on the SimPy engine on the same training episodes, the lowest SimPy
-objective wins (``experiment.tune.confirm_finalists``, as ``tune --engine batch``),
-and the held-out seeds are always scored on the SimPy engine.  A contender without
-a twin is searched on the SimPy engine with the same trials and episodes.
+**Screening** (``shootout --engine batch``): a contender has its trials scored on the
+lockstep batch engine (through its array twin, or its scalar law row by row); its
+``finalists`` best distinct trials are re-scored on the SimPy engine on the same
+training episodes, the lowest SimPy objective wins (``experiment.tune.confirm_finalists``,
+as ``tune --engine batch``), and the held-out seeds are always scored on the SimPy
+engine.  A contender the batch engine cannot run is searched on the SimPy engine with
+the same trials and episodes.
 """
 
 from __future__ import annotations

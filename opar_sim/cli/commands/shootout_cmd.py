@@ -88,9 +88,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         choices=("simpy", "batch"),
         default="simpy",
         help="simpy: every trial on the reference engine (default); batch: screen the trials "
-        "of each contender with a batch twin on the lockstep batch engine, re-score its "
-        "--finalists best on the SimPy engine (same training episodes); a contender without "
-        "a twin is searched on the SimPy engine; held-out seeds: always SimPy",
+        "of each contender on the lockstep batch engine, re-score its --finalists best on "
+        "the SimPy engine (same training episodes); a contender the batch engine cannot run "
+        "is searched on the SimPy engine; held-out seeds: always SimPy",
     )
     parser.add_argument(
         "--finalists",

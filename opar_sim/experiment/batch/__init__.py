@@ -94,7 +94,7 @@ def batch_unsupported(spec: ExperimentSpec) -> str | None:
         return f"no vectorised model of {type(task).__name__}"
     for _, make in parts.controllers:
         try:
-            from_scalar(make())
+            from_scalar(make(), make)
         except Unsupported as exc:
             return str(exc)
     return None
@@ -116,7 +116,8 @@ def run_batch(spec: ExperimentSpec, controller: int, start: int, stop: int) -> B
     task = parts.make_task()
     agent = parts.make_agent()
     assert isinstance(task, FlightBooking) and isinstance(agent, SimulatedAgent)
-    law = from_scalar(parts.controllers[controller][1]())
+    make = parts.controllers[controller][1]
+    law = from_scalar(make(), make)
     goal_tokens = max(1, len(task.goal) // 4)
     pieces: list[BatchEpisodes] = []
     for first in range(start, stop, CHUNK):

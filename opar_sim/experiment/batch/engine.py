@@ -290,6 +290,9 @@ class _Engine:
         needs = getattr(self.law, "needs", ())
         if "missing" in needs:  # SimulatedAgent.evaluate: missing unless δ_task >= 0.999
             reading.missing = delta_task < 0.999
+        if "context" in needs:  # ReflectContext.step and .now, for a law run row by row
+            reading.step = t
+            reading.now = s.now
         if "truth" in needs:  # the truth probe (loop._Probe), read at the Reflect
             reading.complete = truth >= 1.0
             reading.feasible = world.best >= 0
