@@ -17,7 +17,7 @@ import numpy as np
 
 from controllers.base import require_unit
 from controllers.bayes.model import FITTED_KAPPA, FITTED_PRODUCTIVE, BayesModel
-from controllers.bayes.solve import Solution, entry_prior, solution, step_values, tables, value_at
+from controllers.bayes.solve import Solution, entry_prior, solution, tables, value_at
 from opar_sim.core.controller import ModelInfo, ReflectContext
 from opar_sim.core.types import ControlSignal, Decision, Evaluation
 
@@ -356,8 +356,8 @@ class BayesReflector:
             return {"continue": -model.w_failure, "replan": -model.w_failure, "terminate": stop}
         if self.m < model.stages:
             a, b = min(self.a, model.horizon + 1), min(self.b, model.horizon + 1)
-            cont = step_values(sol, t, r, fresh=False)[self.m, a, b]
-            rep = step_values(sol, t, r, fresh=True)[self.m, a, b]
+            cont = sol.step_vector(t, r, False)[self.m, a, b]
+            rep = sol.step_vector(t, r, True)[self.m, a, b]
         else:
             assert self.belief is not None
             cont = value_at(sol.action_vectors(t, r, False, self.c), self.belief)

@@ -53,6 +53,15 @@ class Solution:
     # the vectors of CONTINUE and REPLAN at ``stages`` by (t, r, fresh, class), kept for
     # the lookups of each Reflect
     actions: dict[tuple[int, int, bool, int], Alphas] = field(default_factory=dict)
+    # the values of CONTINUE and REPLAN below ``stages`` by (t, r, fresh), over (m, a, b)
+    steps: dict[tuple[int, int, bool], np.ndarray] = field(default_factory=dict)
+
+    def step_vector(self, t: int, r: int, fresh: bool) -> np.ndarray:
+        """The values below ``stages`` of CONTINUE (``fresh`` False) or REPLAN after step t."""
+        found = self.steps.get((t, r, fresh))
+        if found is None:
+            found = self.steps[(t, r, fresh)] = step_values(self, t, r, fresh=fresh)
+        return found
 
     def action_vectors(self, t: int, r: int, fresh: bool, c: int) -> Alphas:
         """The vectors of CONTINUE (``fresh`` False) or REPLAN at ``stages`` after step t."""
@@ -370,8 +379,8 @@ def solve(model: BayesModel, beliefs: Mapping[int, np.ndarray] | None = None) ->
                     found = memo[key] = (cont, rep, vectors)
                 sol.actions[(t, r, False, c)], sol.actions[(t, r, True, c)] = found[:2]
                 at_stages[t][r][c] = found[2]
-            cont_v = step_values(sol, t, r, fresh=False)
-            rep_v = step_values(sol, t, r, fresh=True)
+            cont_v = sol.step_vector(t, r, False)
+            rep_v = sol.step_vector(t, r, True)
             below[t, r] = np.maximum(np.maximum(cont_v, rep_v), -model.w_failure)
     sol.seconds = time.perf_counter() - start
     return sol
