@@ -33,6 +33,7 @@ class LabelledStep:
 
     ``before``/``after``: the state at ``stages`` before and after the step (-1:
     below ``stages``); ``kind``: "fail", "prod" or "unprod" as the law read δ_act.
+    An unproductive step from below ``stages`` with ``after`` >= 0 is an early entry.
     """
 
     before: int
@@ -42,6 +43,8 @@ class LabelledStep:
     true_quality: float  # the plan's effective quality at the step (the simulator's)
     visible: float  # the visible progress after the step
     complete: bool
+    stage: int = -1  # below ``stages``: the count m of productive steps before the step
+    reading_bin: int = -1  # the bin of the step's δ_task reading (BayesModel.reading_bin)
 
 
 def line(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
@@ -63,13 +66,23 @@ def line(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
 
 
 def fit_chain(
-    steps: Sequence[LabelledStep], n_states: int = len(STATE_EDGES) + 1
+    steps: Sequence[LabelledStep],
+    n_states: int = len(STATE_EDGES) + 1,
+    early_stages: Sequence[int] = (),
+    early_bin: int = 0,
 ) -> dict[str, object]:
     """The chain's entry lines, move lines, reading levels and κ from labelled steps.
 
     Args:
         steps: Labelled steps (all of them: below and at ``stages``).
         n_states: States at ``stages``.
+        early_stages: The counts m below ``stages`` of the early entry.
+        early_bin: The first reading bin of an early entry.
+
+    The early entry's event is the observation (a non-failed unproductive step at m
+    reading in ``early_bin`` or above), whether or not the law that made the steps
+    entered on it: its chance is a line on every such step at m, its states' lines are
+    fitted on the events, with the state the step's visible progress is in.
 
     The productive line below ``stages`` is fitted on the simulator's effective
     quality (it is the likelihood of the plan's quality); the chain's lines on the
@@ -83,14 +96,15 @@ def fit_chain(
         (base, gain)), ``moves`` (per source state, per (destination,
         productive) pair: (base, gain)), ``levels`` (per state:
         ((visible level, share), ...)), ``kappa`` (P(complete) on arriving at
-        looks complete) and the counts each was fitted on.
+        looks complete), ``early_chance`` and ``early_entry`` (per m of
+        ``early_stages``) and the counts each was fitted on.
     """
     below = [s for s in steps if s.before < 0 and s.kind != "fail"]
     productive = line(
         np.array([s.true_quality for s in below]),
         np.array([float(s.kind == "prod") for s in below]),
     )
-    entry_rows = [s for s in steps if s.before < 0 <= s.after]
+    entry_rows = [s for s in steps if s.before < 0 <= s.after and s.kind == "prod"]
     q = np.array([s.quality for s in entry_rows])
     entry = tuple(
         line(q, np.array([float(s.after == k) for s in entry_rows])) for k in range(n_states)
@@ -118,7 +132,24 @@ def fit_chain(
     # κ on the arrivals in "looks complete" (a law stops soon after one; a task that is
     # truly complete stays longer there, so every step at it would overrate κ)
     done = [s.complete for s in at if s.after == n_states - 1 and s.before != n_states - 1]
+    early_chance, early_entry, early_counts = [], [], []
+    for m in early_stages:
+        rows = [s for s in below if s.kind == "unprod" and s.stage == m]
+        hit = np.array([s.reading_bin >= early_bin for s in rows], dtype=bool)
+        early_chance.append(line(np.array([s.quality for s in rows]), hit.astype(float)))
+        events = [s for s, h in zip(rows, hit, strict=True) if h]
+        qe = np.array([s.quality for s in events])
+        states = np.array([state_of(s.visible) for s in events])
+        early_entry.append(
+            tuple(line(qe, (states == k).astype(float)) for k in range(n_states))
+            if events
+            else tuple((1.0 if k == 0 else 0.0, 0.0) for k in range(n_states))
+        )
+        early_counts.append((len(rows), len(events)))
     return {
+        "early_chance": tuple(early_chance),
+        "early_entry": tuple(early_entry),
+        "early_counts": tuple(early_counts),
         "productive": productive,
         "entry": entry,
         "moves": tuple(moves),

@@ -156,9 +156,11 @@ class BayesReflector:
     complete, ``reading_bins``, ``quality_points``, ``quality_classes``,
     ``belief_points`` (the belief grid at ``stages``), the context model's
     ``goal_tokens``, ``observation_tokens`` and ``result_tokens``, the reserve
-    ``token_margin``, and ``productive_act``, the δ_act at or above which a step
-    counts as productive.  The chain at ``stages`` (its states' reading levels,
-    entry and move lines) is the one fitted on flight_booking (``controllers.bayes.model``).
+    ``token_margin``, ``productive_act``, the δ_act at or above which a step
+    counts as productive, and ``early_entry`` (whether an unproductive step below
+    ``stages`` that reads δ_task high enters the chain early).  The chain at
+    ``stages`` (its states' reading levels, entry and move lines, the early entry's
+    lines) is the one fitted on flight_booking (``controllers.bayes.model``).
     """
 
     name = "bayes"
@@ -183,6 +185,7 @@ class BayesReflector:
         result_tokens: int = 20,
         productive_act: float = 0.8,
         token_margin: float = 8000.0,
+        early_entry: bool = True,
     ) -> None:
         """Build the law; its model is completed by the spec (``bind_model``).
 
@@ -205,6 +208,8 @@ class BayesReflector:
             productive_act: δ_act at or above which a step was productive.
             token_margin: Tokens kept in reserve when predicting the loop's token check
                 (the spread of the real spend around the modelled one).
+            early_entry: Whether the model has the fitted early entry into the chain
+                (False: the chain is entered only at ``stages``).
         """
         require_unit(
             productive_base=productive_base,
@@ -242,6 +247,8 @@ class BayesReflector:
             "result_tokens": int(result_tokens),
             "token_margin": float(token_margin),
         }
+        if not early_entry:
+            self.overrides["early_stages"] = ()
         self.productive_act = productive_act
         self._info: ModelInfo | None = None
         self._model: BayesModel | None = None
@@ -312,18 +319,24 @@ class BayesReflector:
         if self.m < model.stages:
             if failed:
                 return
+            early = None
             if not productive:
                 self.b += 1
-                return
-            self.a += 1
-            self.m += 1
-            if self.m < model.stages:
-                return
+                if not model.early_event(self.m, evaluation.delta_task):
+                    return
+                early = model.early_index(self.m)  # an early entry into the chain
+                obs = model.early_reading_probs()[:, model.reading_bin(evaluation.delta_task)]
+            else:
+                self.a += 1
+                self.m += 1
+                if self.m < model.stages:
+                    return
+            self.m = model.stages
             tab = tables(model)
             replanned = ctx.replans > 0
             n = model.horizon + 1
             a, b = min(self.a, n), min(self.b, n)
-            pre = entry_prior(model, tab, j, r, fresh, replanned)[a, b]
+            pre = entry_prior(model, tab, j, r, fresh, replanned, early)[a, b]
             self.c = int(tab.classes[replanned][a, b])
         else:
             assert self.belief is not None
@@ -347,8 +360,8 @@ class BayesReflector:
             return {"continue": -model.w_failure, "replan": -model.w_failure, "terminate": stop}
         if self.m < model.stages:
             a, b = min(self.a, model.horizon + 1), min(self.b, model.horizon + 1)
-            cont = sol.below_values(t, r, False)[self.m, a, b]
-            rep = sol.below_values(t, r, True)[self.m, a, b]
+            cont = sol.step_vector(t, r, False)[self.m, a, b]
+            rep = sol.step_vector(t, r, True)[self.m, a, b]
         else:
             assert self.belief is not None
             cont = value_at(sol.action_vectors(t, r, False, self.c), self.belief)

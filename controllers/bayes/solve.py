@@ -53,22 +53,21 @@ class Solution:
     # the vectors of CONTINUE and REPLAN at ``stages`` by (t, r, fresh, class), kept for
     # the lookups of each Reflect
     actions: dict[tuple[int, int, bool, int], Alphas] = field(default_factory=dict)
-    # the values below ``stages`` of CONTINUE and REPLAN by (t, r, fresh): ``step_values``
-    # is a pure function of them, about 2 ms a call, read at every Reflect below ``stages``
-    below_steps: dict[tuple[int, int, bool], np.ndarray] = field(default_factory=dict)
+    # the values of CONTINUE and REPLAN below ``stages`` by (t, r, fresh), over (m, a, b)
+    steps: dict[tuple[int, int, bool], np.ndarray] = field(default_factory=dict)
+
+    def step_vector(self, t: int, r: int, fresh: bool) -> np.ndarray:
+        """The values below ``stages`` of CONTINUE (``fresh`` False) or REPLAN after step t."""
+        found = self.steps.get((t, r, fresh))
+        if found is None:
+            found = self.steps[(t, r, fresh)] = step_values(self, t, r, fresh=fresh)
+        return found
 
     def action_vectors(self, t: int, r: int, fresh: bool, c: int) -> Alphas:
         """The vectors of CONTINUE (``fresh`` False) or REPLAN at ``stages`` after step t."""
         found = self.actions.get((t, r, fresh, c))
         if found is None:
             found = self.actions[(t, r, fresh, c)] = stage_vectors(self, t, r, fresh, c)
-        return found
-
-    def below_values(self, t: int, r: int, fresh: bool) -> np.ndarray:
-        """``step_values`` of CONTINUE (``fresh`` False) or REPLAN after step t, kept."""
-        found = self.below_steps.get((t, r, fresh))
-        if found is None:
-            found = self.below_steps[(t, r, fresh)] = step_values(self, t, r, fresh=fresh)
         return found
 
     def start_value(self) -> float:
@@ -139,11 +138,29 @@ def theta(
 
 
 def entry_prior(
+    m: BayesModel,
+    tab: Tables,
+    step: int,
+    r: int,
+    fresh: bool,
+    replanned: bool,
+    early: int | None = None,
+) -> np.ndarray:
+    """P(state | a, b) when step ``step`` reaches ``stages``: [a, b, state].
+
+    ``early``: None for the entry at ``stages``, i for an early entry at
+    ``early_stages[i]`` (the counts a, b are then those after the step).
+    """
+    probs = m.entry_probs(effective(m, tab.support[replanned], step, r, fresh), early)
+    out: np.ndarray = tab.post[replanned] @ probs
+    return out
+
+
+def law_quality(
     m: BayesModel, tab: Tables, step: int, r: int, fresh: bool, replanned: bool
 ) -> np.ndarray:
-    """P(state | a, b) when step ``step`` reaches ``stages``: [a, b, state]."""
-    probs = m.entry_probs(effective(m, tab.support[replanned], step, r, fresh))
-    out: np.ndarray = tab.post[replanned] @ probs
+    """The law's effective quality of the plan at step ``step``: the posterior mean's, [a, b]."""
+    out: np.ndarray = tab.post[replanned] @ effective(m, tab.support[replanned], step, r, fresh)
     return out
 
 
@@ -219,10 +236,20 @@ def stage_vectors(sol: Solution, t: int, r: int, fresh: bool, c: int) -> Alphas:
 
 
 def entry_values(
-    sol: Solution, j: int, r_after: int, prior: np.ndarray, cls: np.ndarray
+    sol: Solution,
+    j: int,
+    r_after: int,
+    prior: np.ndarray,
+    cls: np.ndarray,
+    obs: np.ndarray | None = None,
 ) -> np.ndarray:
-    """Value on reaching ``stages`` at step j, before its reading, per cell of ``cls``."""
-    obs = sol.model.reading_probs()  # [state, bin]
+    """Value on reaching ``stages`` at step j, before its reading, per cell of ``cls``.
+
+    ``obs``: P(reading bin | state) of the entering step (default: the model's
+    readings; an early entry's are cut at ``early_threshold``).
+    """
+    if obs is None:
+        obs = sol.model.reading_probs()  # [state, bin]
     out = np.empty(cls.shape)
     for c in np.unique(cls):
         alphas = sol.at_stages[j][r_after][int(c)]
@@ -254,16 +281,24 @@ def step_values(sol: Solution, t: int, r: int, *, fresh: bool, first: bool = Fal
     nxt = sol.below[j, r_after]  # [m, a, b]
     k = model.stages
     phi = model.fail
+    early = _early_unproductive(sol, j, r, fresh, r_after)  # {m: (chance, value)} [a, b]
     if fresh:
         th = th_all[0, 0]
         prod = np.empty(k)
         prod[: k - 1] = nxt[1:, 1, 0]
         prod[k - 1] = entry_values(sol, j, r_after, prior[1:2, 0:1], cls[1:2, 0:1])[0, 0]
-        q = -cost + phi * nxt[:, 0, 0] + (1 - phi) * (th * prod + (1 - th) * nxt[:, 0, 1])
+        unprod_f = nxt[:, 0, 1].copy()
+        for m, (chance, value) in early.items():
+            unprod_f[m] = (1 - chance[0, 1]) * unprod_f[m] + chance[0, 1] * value[0, 1]
+        q = -cost + phi * nxt[:, 0, 0] + (1 - phi) * (th * prod + (1 - th) * unprod_f)
         return np.broadcast_to(q[:, None, None], nxt.shape).copy()
     unprod = np.empty_like(nxt)
     unprod[:, :, :-1] = nxt[:, :, 1:]
     unprod[:, :, -1] = nxt[:, :, -1]
+    for m, (chance, value) in early.items():  # both at the counts after the step: shift b
+        ch = np.concatenate([chance[:, 1:], chance[:, -1:]], axis=1)
+        val = np.concatenate([value[:, 1:], value[:, -1:]], axis=1)
+        unprod[m] = (1 - ch) * unprod[m] + ch * val
     prod = np.empty_like(nxt)
     prod[: k - 1, :-1, :] = nxt[1:, 1:, :]
     prod[: k - 1, -1, :] = nxt[1:, -1, :]
@@ -273,6 +308,31 @@ def step_values(sol: Solution, t: int, r: int, *, fresh: bool, first: bool = Fal
     out: np.ndarray = (
         -cost + phi * nxt + (1 - phi) * (th_all[None] * prod + (1 - th_all[None]) * unprod)
     )
+    return out
+
+
+def _early_unproductive(
+    sol: Solution, j: int, r: int, fresh: bool, r_after: int
+) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+    """For each m of ``early_stages``: the chance and the value of an early entry.
+
+    Both over the counts (a, b) after the unproductive step j: the chance is the line
+    at the law's quality there, the value that of entering with the early entry's
+    prior and its cut readings, with the plan's class there.
+    """
+    model = sol.model
+    if not model.early_stages:
+        return {}
+    replanned = r_after > 0
+    tab = tables(model)
+    cells = (slice(0, 1), slice(0, 2)) if fresh else (slice(None), slice(None))  # fresh: (0, 1)
+    qe = law_quality(model, tab, j, r, fresh, replanned)[cells]
+    cls = tab.classes[replanned][cells]
+    obs = model.early_reading_probs()[:, model.early_bin() :]  # the bins it can read
+    out = {}
+    for i, m in enumerate(model.early_stages):
+        prior = entry_prior(model, tab, j, r, fresh, replanned, early=i)[cells]
+        out[m] = (model.early_chance_at(i, qe), entry_values(sol, j, r_after, prior, cls, obs))
     return out
 
 
@@ -319,8 +379,8 @@ def solve(model: BayesModel, beliefs: Mapping[int, np.ndarray] | None = None) ->
                     found = memo[key] = (cont, rep, vectors)
                 sol.actions[(t, r, False, c)], sol.actions[(t, r, True, c)] = found[:2]
                 at_stages[t][r][c] = found[2]
-            cont_v = step_values(sol, t, r, fresh=False)
-            rep_v = step_values(sol, t, r, fresh=True)
+            cont_v = sol.step_vector(t, r, False)
+            rep_v = sol.step_vector(t, r, True)
             below[t, r] = np.maximum(np.maximum(cont_v, rep_v), -model.w_failure)
     sol.seconds = time.perf_counter() - start
     return sol
@@ -372,9 +432,11 @@ def reachable_beliefs(model: BayesModel, digits: int = 12) -> dict[int, np.ndarr
     tab, obs, h = tables(model), model.reading_probs(), model.horizon
     by_step: dict[int, set[tuple[float, ...]]] = {j: set() for j in range(1, h + 1)}
 
-    def add(j: int, pre: np.ndarray) -> None:
-        for y in range(obs.shape[1]):
-            post = pre * obs[:, y]
+    early_obs = model.early_reading_probs() if model.early_stages else obs
+
+    def add(j: int, pre: np.ndarray, reads: np.ndarray = obs) -> None:
+        for y in range(reads.shape[1]):
+            post = pre * reads[:, y]
             if post.sum() > 0:
                 by_step[j].add(tuple(np.round(post / post.sum(), digits)))
 
@@ -386,6 +448,11 @@ def reachable_beliefs(model: BayesModel, digits: int = 12) -> dict[int, np.ndarr
                     for a in range(1, j + 1):
                         for b in range(j - a + 1):
                             add(j, prior[a, b])
+                    for i in range(len(model.early_stages)):  # after an unproductive step
+                        early = entry_prior(model, tab, j, r, fresh, replanned, early=i)
+                        for a in range(j):
+                            for b in range(1, j - a + 1):
+                                add(j, early[a, b], early_obs)
         if j >= h - 1:  # no backups at the horizon's Reflect: its beliefs are not needed
             break
         for belief in list(by_step[j]):

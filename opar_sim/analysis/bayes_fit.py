@@ -24,29 +24,29 @@ from opar_sim.core.types import Evaluation
 from opar_sim.experiment.build import build
 from opar_sim.experiment.spec import ExperimentSpec
 
-# the chain the shipped one was refitted from (issue 12): the five-state chain fitted on
-# 600 episodes of seed 100 before it (``refit_shipped`` starts from it)
+# the chain the shipped one was refitted from (issue 12, the early entry): the five-state
+# chain shipped before it, without the early entry (``refit_shipped`` starts from it)
 _PREVIOUS_LEVELS: Any = (
-    ((0.0, 0.05), (0.1, 0.692), (0.2, 0.258)),
-    ((0.3, 0.23), (0.4, 0.77)),
-    ((0.5, 0.122), (0.6, 0.878)),
-    ((0.75, 0.058), (0.8, 0.942)),
+    ((0.0, 0.024), (0.1, 0.621), (0.2, 0.355)),
+    ((0.3, 0.252), (0.4, 0.748)),
+    ((0.5, 0.143), (0.6, 0.857)),
+    ((0.75, 0.043), (0.8, 0.957)),
     ((1.0, 1.0),),
 )
 _PREVIOUS_ENTRY: Any = (
-    (0.041, -0.05),
-    (0.675, -0.821),
-    (0.4, -0.141),
-    (0.246, -0.251),
-    (-0.361, 1.264),
+    (0.031, -0.04),
+    (0.562, -0.672),
+    (0.574, -0.411),
+    (0.241, -0.245),
+    (-0.408, 1.368),
 )
 # per source state, for each destination: (destination, unproductive), (destination, productive)
-_PREVIOUS_MOVES: tuple[Any, ...] = (
+_PREVIOUS_MOVES: Any = (
     (
-        (1.385, -1.659),
-        (-0.026, 0.125),
+        (0.831, -0.535),
+        (0.031, -0.007),
         (0.0, 0.0),
-        (-0.359, 1.534),
+        (0.137, 0.542),
         (0.0, 0.0),
         (0.0, 0.0),
         (0.0, 0.0),
@@ -55,56 +55,61 @@ _PREVIOUS_MOVES: tuple[Any, ...] = (
         (0.0, 0.0),
     ),
     (
-        (0.263, -0.246),
+        (0.25, -0.19),
         (0.0, 0.0),
-        (0.554, -0.12),
-        (-0.039, 0.197),
+        (0.68, -0.388),
+        (-0.015, 0.136),
         (0.0, 0.0),
-        (0.155, 0.206),
+        (0.001, 0.511),
         (0.0, 0.0),
-        (0.039, -0.013),
+        (0.061, -0.051),
         (0.0, 0.0),
-        (0.028, -0.025),
+        (0.023, -0.019),
+    ),
+    (
+        (0.006, -0.009),
+        (0.0, 0.0),
+        (0.204, -0.187),
+        (0.0, 0.0),
+        (0.783, -0.632),
+        (0.079, -0.062),
+        (0.0, 0.0),
+        (0.146, -0.117),
+        (0.0, 0.0),
+        (-0.219, 1.008),
+    ),
+    (
+        (0.012, 0.004),
+        (0.0, 0.0),
+        (0.173, -0.132),
+        (0.0, 0.0),
+        (0.121, 0.375),
+        (0.0, 0.0),
+        (0.656, -0.221),
+        (0.0, 0.0),
+        (0.0, 0.0),
+        (0.038, -0.026),
     ),
     (
         (0.0, 0.0),
         (0.0, 0.0),
-        (0.149, -0.138),
+        (0.088, -0.109),
         (0.0, 0.0),
-        (0.911, -0.782),
-        (0.036, 0.006),
+        (0.25, -0.264),
         (0.0, 0.0),
-        (0.105, -0.063),
+        (-0.007, 0.015),
         (0.0, 0.0),
-        (-0.2, 0.977),
-    ),
-    (
-        (0.0, 0.0),
-        (0.0, 0.0),
-        (-0.023, 0.21),
-        (0.0, 0.0),
-        (-0.072, 0.781),
-        (0.0, 0.0),
-        (1.122, -1.051),
-        (0.0, 0.0),
-        (0.0, 0.0),
-        (-0.027, 0.059),
-    ),
-    (
-        (0.0, 0.0),
-        (0.0, 0.0),
-        (0.116, -0.148),
-        (0.0, 0.0),
-        (0.13, -0.074),
-        (0.0, 0.0),
-        (0.0, 0.003),
-        (0.0, 0.0),
-        (0.754, 0.219),
+        (0.669, 0.358),
         (0.0, 0.0),
     ),
 )
-_PREVIOUS_KAPPA = 0.971
-_PREVIOUS_PRODUCTIVE: Any = (0.325, 0.387)
+_PREVIOUS_KAPPA = 0.956
+_PREVIOUS_PRODUCTIVE: Any = (0.317, 0.413)
+
+
+# the counts m below ``stages`` of the early entry: bookings are made there on seed 100
+# (docs/bayes.md, "The early entry")
+EARLY_STAGES = (2, 3)
 
 
 class _Labeller(BayesReflector):
@@ -133,7 +138,7 @@ class _Labeller(BayesReflector):
         before = self.m
         law_q = model.class_quality(self.c, j, r, fresh) if before >= model.stages else 0.0
         super().observe(evaluation, ctx)
-        if before < model.stages <= self.m:  # entry: the posterior mean's effective quality
+        if before < model.stages:  # below: the posterior mean's effective quality after the step
             tab, kind = tables(model), ctx.replans > 0
             a, b = min(self.a, model.horizon + 1), min(self.b, model.horizon + 1)
             law_q = float(tab.post[kind][a, b] @ effective(model, tab.support[kind], j, r, fresh))
@@ -145,8 +150,19 @@ class _Labeller(BayesReflector):
         after = state_of(visible) if self.m >= model.stages else -1
         failed = evaluation.delta_act < FAILED_ACT
         kind_ = "fail" if failed else ("prod" if evaluation.delta_act >= 0.8 else "unprod")
+        stage = before if before < model.stages else -1
         self.sink.append(
-            LabelledStep(self.state, after, kind_, law_q, truth.quality, visible, truth.complete)
+            LabelledStep(
+                self.state,
+                after,
+                kind_,
+                law_q,
+                truth.quality,
+                visible,
+                truth.complete,
+                stage,
+                model.reading_bin(evaluation.delta_task),
+            )
         )
         self.state = after
 
@@ -194,6 +210,9 @@ def fitted_model(model: BayesModel, fit: dict[str, Any]) -> BayesModel:
 
     return dataclasses.replace(
         model,
+        early_stages=tuple(int(m) for m in fit.get("early_stages", model.early_stages)),
+        early_chance=plain(fit.get("early_chance", model.early_chance)),
+        early_entry=plain(fit.get("early_entry", model.early_entry)),
         levels=plain(fit["levels"]),
         entry=plain(fit["entry"]),
         moves=plain(fit["moves"]),
@@ -210,6 +229,7 @@ def fit(
     seed: int = 100,
     rounds: int = 2,
     feasible_only: bool = False,
+    early_stages: tuple[int, ...] | None = None,
 ) -> tuple[BayesModel, list[float]]:
     """Fit the chain on ``seed`` by rounds of collect-and-fit from ``model``'s law.
 
@@ -220,15 +240,19 @@ def fit(
         seed: The tuning seed.
         rounds: Rounds of collect, fit.
         feasible_only: Fit on the episodes of feasible worlds only (``labelled_steps``).
+        early_stages: The counts m of the early entry to fit (None: ``model``'s); its
+            threshold is ``model``'s ``early_threshold``.
 
     Returns:
         The fitted model and each round's simulated success (of the law that collected).
     """
+    early = model.early_stages if early_stages is None else tuple(early_stages)
     rates = []
     for _ in range(rounds):
         steps, rate = labelled_steps(spec, model, episodes, seed, feasible_only)
         rates.append(rate)
-        model = fitted_model(model, fit_chain(steps))
+        found = fit_chain(steps, early_stages=early, early_bin=model.early_bin())
+        model = fitted_model(model, {**found, "early_stages": early})
     return model, rates
 
 
@@ -238,8 +262,10 @@ def refit_shipped(
     """The protocol that made the shipped chain (docs/bayes.md, "Fitting").
 
     flight_booking's spec with ``bayes`` (failure-only objective), starting from the
-    chain shipped before the refit (``_PREVIOUS_*``), ``rounds`` rounds of ``episodes`` episodes on
-    the tuning seed, fitted on feasible worlds only.
+    chain shipped before the refit (``_PREVIOUS_*``, no early entry: the first round's
+    law enters only at ``stages``), ``rounds`` rounds of ``episodes`` episodes on the
+    tuning seed, fitted on feasible worlds only, with the early entry at m = 2 and 3
+    (``EARLY_STAGES``; its threshold is ``BayesModel.early_threshold``, 0.75).
 
     Args:
         episodes: Episodes per round.
@@ -266,8 +292,9 @@ def refit_shipped(
         kappa_base=_PREVIOUS_KAPPA,
         productive_base=_PREVIOUS_PRODUCTIVE[0],
         productive_gain=_PREVIOUS_PRODUCTIVE[1],
+        early_stages=(),
     )
-    return fit(spec, start, episodes, seed, rounds, feasible_only=True)
+    return fit(spec, start, episodes, seed, rounds, feasible_only=True, early_stages=EARLY_STAGES)
 
 
 def fitted_source(model: BayesModel) -> str:
@@ -278,12 +305,16 @@ def fitted_source(model: BayesModel) -> str:
 
     Returns:
         The assignments of ``FITTED_LEVELS``, ``FITTED_ENTRY``, ``FITTED_MOVES``,
-        ``FITTED_KAPPA`` and ``FITTED_PRODUCTIVE``.
+        ``FITTED_KAPPA``, ``FITTED_PRODUCTIVE`` and the early entry's
+        ``FITTED_EARLY_STAGES``, ``FITTED_EARLY_CHANCE`` and ``FITTED_EARLY_ENTRY``.
     """
     lines = [f"FITTED_LEVELS = {model.levels!r}", f"FITTED_ENTRY = {model.entry!r}"]
     lines.append(f"FITTED_MOVES = {model.moves!r}")
     lines.append(f"FITTED_KAPPA = {model.kappa_base!r}")
     lines.append(f"FITTED_PRODUCTIVE = {(model.productive_base, model.productive_gain)!r}")
+    lines.append(f"FITTED_EARLY_STAGES = {model.early_stages!r}")
+    lines.append(f"FITTED_EARLY_CHANCE = {model.early_chance!r}")
+    lines.append(f"FITTED_EARLY_ENTRY = {model.early_entry!r}")
     return "\n".join(lines)
 
 
