@@ -243,13 +243,12 @@ def _signature(factory: Callable[..., Any]) -> inspect.Signature | None:
     The batch engine builds a law once per episode when the law has no array twin.
     """
     try:
-        return _SIGNATURES[factory]
-    except KeyError:
-        pass
+        known = factory in _SIGNATURES
     except TypeError:  # an unhashable factory: not kept
         return _compute_signature(factory)
-    found = _SIGNATURES[factory] = _compute_signature(factory)
-    return found
+    if not known:
+        _SIGNATURES[factory] = _compute_signature(factory)
+    return _SIGNATURES[factory]
 
 
 def _compute_signature(factory: Callable[..., Any]) -> inspect.Signature | None:

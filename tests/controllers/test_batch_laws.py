@@ -127,8 +127,8 @@ def test_unsupported_law_is_refused() -> None:
     with pytest.raises(Unsupported, match="no batch twin"):
         from_scalar(controllers.make("bayes"))  # no array twin, and no factory for rows
 
-    class Peeking(Oracle):  # a subclass may change the law: no twin; it reads the truth
-        pass
+    class Peeking(Oracle):
+        """A subclass may change the law, so it has no twin; it reads the truth."""
 
     with pytest.raises(Unsupported, match="reads the hidden state"):
         from_scalar(Peeking(), Peeking)
