@@ -9,7 +9,9 @@ overhead is shown beside it).  What is measured, on flight_booking with the PID:
    the same toy model in plain Python (``peer.scalar_steps``);
 2. the SimPy engine in-process (``run_episode``, each episode's rows serialised)
    and through the CLI (``opar-sim run --workers 1`` in a fresh interpreter at
-   two sizes: the difference cancels the start-up);
+   two sizes: the difference cancels the start-up), and ``run_episode`` on null
+   parts, a task and an agent that do almost nothing (``null_parts.py``): what the
+   engine itself costs before any task or agent logic;
 3. the batch engine, in controller-steps (Reflects) per CPU second;
 4. a LangGraph ``StateGraph`` peer of the same four-phase loop (``peer.py``;
    ``pip install -e '.[bench]'``), as a ratio to the SimPy engine;
@@ -48,6 +50,7 @@ if str(HERE) not in sys.path:  # the suite's own modules, also when loaded from 
     sys.path.insert(0, str(HERE))
 
 import memory  # noqa: E402
+import null_parts  # noqa: E402
 import peer  # noqa: E402
 import scaling  # noqa: E402
 import simpy  # noqa: E402
@@ -73,6 +76,7 @@ class Sizes:
 
     floor_steps: int
     simpy_episodes: int
+    null_episodes: int
     cli_episodes: tuple[int, int]
     batch_episodes: int
     scalar_episodes: int
@@ -84,11 +88,11 @@ class Sizes:
 
 
 FULL = Sizes(
-    50_000, 1_000, (200, 2_000), 100_000, 20_000, 100, 20_000, True, (1_000, 100_000), True
+    50_000, 1_000, 3_000, (200, 2_000), 100_000, 20_000, 100, 20_000, True, (1_000, 100_000), True
 )
 # the quick CLI sizes differ by enough work (about 0.6 s of CPU) that start-up noise cannot
 # turn the differenced per-step cost negative, as 5 against 25 episodes once did on a busy box
-QUICK = Sizes(2_000, 20, (5, 300), 500, 200, 3, 200, False, (20, 200), False)
+QUICK = Sizes(2_000, 20, 30, (5, 300), 500, 200, 3, 200, False, (20, 200), False)
 
 
 # -- 1, 2, 3: the floor and the engines ---------------------------------------------------------
@@ -295,6 +299,10 @@ def run(
     )
     r["simpy_us_per_step"] = median(lambda: simpy_engine(s.simpy_episodes), repeats) * 1e6
     r["simpy_over_floor"] = r["simpy_us_per_step"] / r["floor_us_per_step"]
+    r["null_us_per_step"] = (
+        median(lambda: null_parts.null_engine(s.null_episodes)[0], repeats) * 1e6
+    )
+    r["null_over_floor"] = r["null_us_per_step"] / r["floor_us_per_step"]
     r["batch_episodes"] = s.batch_episodes
     r["batch_us_per_step"] = median(lambda: batch_engine(s.batch_episodes), repeats) * 1e6
     r["batch_steps_per_cpu_second"] = 1e6 / r["batch_us_per_step"]
@@ -365,6 +373,13 @@ def table(r: dict[str, Any]) -> Any:
             "SimPy engine in-process (run_episode + rows)",
             f"{r['simpy_us_per_step']:.1f} µs/step",
             f"{r['simpy_over_floor']:.1f}× the floor",
+            "",
+            "",
+        ],
+        [
+            "SimPy engine on null parts (a do-nothing task and agent)",
+            f"{r['null_us_per_step']:.1f} µs/step",
+            f"{r['null_over_floor']:.1f}× the floor: the engine's own share",
             "",
             "",
         ],

@@ -13,6 +13,10 @@ from pathlib import Path
 
 import pytest
 
+import controllers
+from opar_sim.core.loop import run_episode
+from opar_sim.core.seeding import episode_seed
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -35,6 +39,7 @@ def test_the_suite_runs_and_writes_its_results(
         "floor_us_per_step",
         "scalar_us_per_step",
         "simpy_us_per_step",
+        "null_us_per_step",
         "cli_us_per_step",
         "batch_us_per_step",
         "batch_steps_per_cpu_second",
@@ -53,7 +58,8 @@ def test_the_suite_runs_and_writes_its_results(
     assert r["llm_missing"] == "skipped with --quick"
     assert r["help_heavy_imports"] == [] and r["list_heavy_imports"] == []
     printed = capsys.readouterr().out
-    for row in ("SimPy floor", "--workers 1", "LangGraph", "batch engine", "peak RSS", "`plot`"):
+    rows = ("SimPy floor", "null parts", "--workers 1", "LangGraph", "batch engine", "peak RSS")
+    for row in (*rows, "`plot`"):
         assert row in printed, row
     assert "controller-steps/CPU s" in printed and "opar-sim --help" in printed
 
@@ -69,3 +75,21 @@ def test_child_usage_reads_the_one_child_it_ran() -> None:
     assert big.max_rss_mib > 200 > 100 > small.max_rss_mib
     with pytest.raises(RuntimeError, match="exited 3"):
         memory.child_usage([sys.executable, "-c", "raise SystemExit(3)"])
+
+
+def test_the_null_parts_run_episodes_shaped_like_flight_bookings() -> None:
+    """The engine's own share is measured on loops as long as the real task's (about 11 steps)."""
+    null_parts = _suite().null_parts
+    task, agent, law = null_parts.NullTask(), null_parts.NullAgent(), controllers.CognitivePID()
+    results = [
+        run_episode(task, agent, law, null_parts.LIMITS, episode_seed(0, i), episode=i)
+        for i in range(300)
+    ]
+    steps = [rec for r in results for rec in r.steps]
+    assert 9 <= len(steps) / len(results) <= 13
+    assert sum(r.success for r in results) / len(results) > 0.9  # the PID settles on the goal
+    assert sum(r.cost.replans for r in results) > 0  # the law's REPLAN path runs too
+    failed = sum(not rec.result.ok for rec in steps) / len(steps)
+    assert 0.02 < failed < 0.08  # SimTask.execute's failures (5 %) and timeouts
+    _, per_episode = null_parts.null_engine(20)
+    assert 9 <= per_episode <= 13

@@ -1,0 +1,177 @@
+"""The SimPy engine's own cost: ``run_episode`` with a task and an agent that do almost nothing.
+
+What a loop step of the reference engine costs before any task or agent logic runs:
+one SimPy process per episode, each phase a ``yield from`` (time passing by ``advance``,
+as the simulated agent and ``SimTask.execute`` do), the episode's four streams, the
+records of a step (``Evaluation``, ``ReflectContext``, ``StepRecord``, the law's
+``Decision``), the cognitive PID with its defaults, and the episode's JSON rows.  The
+task is a ``SimTask`` with one tool (the real ``execute``: a log-normal latency and a
+failure draw) whose progress rises by a tenth a call; the agent spends a fixed number of
+tokens a call and reads its progress back with noise, so the PID stops after about as
+many steps as on flight_booking.  Set beside the bare SimPy floor in ``make bench``: the
+share of the floor's multiple that the design itself takes.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Generator
+from typing import Any
+
+import numpy as np
+import simpy
+
+import controllers
+from environments.base import NoArgs, SimTask
+from opar_sim.agents.context import Context
+from opar_sim.core.agent import ActChoice
+from opar_sim.core.clock import advance
+from opar_sim.core.limits import Limits
+from opar_sim.core.loop import run_episode
+from opar_sim.core.seeding import episode_seed
+from opar_sim.core.task import Task, ToolSpec
+from opar_sim.core.types import (
+    Action,
+    ActionResult,
+    Cost,
+    Evaluation,
+    Observation,
+    Plan,
+    PlanStep,
+)
+from opar_sim.experiment.rundir import episode_lines
+
+TICK = Action.of("tick")
+TEMPLATE = (PlanStep("tick", "move the task on"),)
+LIMITS = Limits(max_steps=20, time_budget=600.0, token_budget=200_000)
+
+
+class NullTask(SimTask):
+    """One tool, ``tick``, that moves progress on by 0.1; the observation is cached."""
+
+    name = "null"
+    goal = "tick ten times"
+    TOOLS = (ToolSpec("tick", "move the task on", NoArgs),)
+    Params = NoArgs
+
+    def _reset_world(self) -> None:
+        self.ticks = 0
+        self._obs = Observation("ticks:0", 0.0, False, tokens=10)
+
+    def _apply(self, action: Action) -> ActionResult:
+        self.ticks += 1
+        self._obs = Observation(f"ticks:{self.ticks}", self.progress, False, tokens=10)
+        return ActionResult(True, "ticked", 0.0, tokens=4)
+
+    def observe(self) -> Observation:
+        """The ticks so far."""
+        return self._obs
+
+    @property
+    def progress(self) -> float:
+        """A tenth per tick."""
+        return min(1.0, 0.1 * self.ticks)
+
+    @property
+    def complete(self) -> bool:
+        """Ten ticks."""
+        return self.ticks >= 10
+
+    def expert_action(self) -> Action:
+        """Tick."""
+        return TICK
+
+    def plan_template(self) -> tuple[PlanStep, ...]:
+        """Tick."""
+        return TEMPLATE
+
+    def answer(self) -> str:
+        """The ticks so far."""
+        return f"{self.ticks} ticks"
+
+
+class NullAgent:
+    """Each phase one model call of fixed size, time passing by ``advance``; δ_task is noisy."""
+
+    name = "null"
+
+    def __init__(self) -> None:
+        self.context = Context()
+        self.cost = Cost()
+        self.rng = np.random.default_rng(0)
+        self._plan: Plan | None = None
+        self._plans = 0
+
+    def reset(self, task: Task, rng: np.random.Generator, cost: Cost) -> None:
+        """A fresh context and ledger; ``rng`` draws the evaluation's noise."""
+        self.context, self.cost, self.rng = Context(), cost, rng
+        self._plan, self._plans = None, 0
+
+    @property
+    def context_tokens(self) -> int:
+        """The tokens in the context."""
+        return self.context.tokens
+
+    def max_step_tokens(self, fresh_plan: bool) -> int:
+        """Four calls at the current context size."""
+        return 4 * (self.context.tokens + 200)
+
+    def _call(self, env: simpy.Environment, completion: int) -> Generator[simpy.Event, Any, None]:
+        self.cost.prompt_tokens += self.context.tokens
+        self.cost.completion_tokens += completion
+        self.cost.llm_calls += 1
+        self.context.append("plan", completion)
+        delay = 0.5 + completion / 50.0
+        if not advance(env, delay):
+            yield env.timeout(delay)
+
+    def observe(
+        self, env: simpy.Environment, task: Task
+    ) -> Generator[simpy.Event, Any, Observation]:
+        """Read the observation."""
+        if not advance(env, 0.1):
+            yield env.timeout(0.1)
+        obs = task.observe()
+        self.context.append("observation", obs.tokens)
+        return obs
+
+    def plan(
+        self, env: simpy.Environment, step: int, fresh: bool, critique: str
+    ) -> Generator[simpy.Event, Any, Plan]:
+        """Keep the plan, or make one of quality 1."""
+        yield from self._call(env, 20)
+        if fresh or self._plan is None:
+            self._plans += 1
+            self._plan = Plan(self._plans, TEMPLATE, 1.0, step, critique)
+        return self._plan
+
+    def act(self, env: simpy.Environment, plan: Plan) -> Generator[simpy.Event, Any, ActChoice]:
+        """Tick."""
+        yield from self._call(env, 30)
+        plan.cursor += 1
+        return ActChoice(TICK, True)
+
+    def absorb(self, result: ActionResult) -> None:
+        """The result's tokens."""
+        self.context.append("result", result.tokens)
+
+    def evaluate(
+        self, env: simpy.Environment, task: Task, action: Action | None, result: ActionResult
+    ) -> Generator[simpy.Event, Any, Evaluation]:
+        """The visible progress with a little noise."""
+        yield from self._call(env, 40)
+        seen = task.observe().visible_progress
+        delta = min(1.0, max(0.0, seen + 0.05 * float(self.rng.standard_normal())))
+        return Evaluation(delta, 1.0 if result.ok else 0.1, 0.0, delta, "progress", ())
+
+
+def null_engine(episodes: int) -> tuple[float, float]:
+    """(CPU seconds per loop step, steps per episode) of ``run_episode`` on the null parts."""
+    task, agent, law = NullTask(), NullAgent(), controllers.CognitivePID()
+    steps = 0
+    start = time.process_time()
+    for i in range(episodes):
+        result = run_episode(task, agent, law, LIMITS, episode_seed(0, i), episode=i)
+        episode_lines(result)
+        steps += len(result.steps)
+    return (time.process_time() - start) / steps, steps / episodes
