@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Generator
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -26,9 +27,10 @@ from environments.base import NoArgs, SimTask
 from opar_sim.agents.context import Context
 from opar_sim.core.agent import ActChoice
 from opar_sim.core.clock import advance
+from opar_sim.core.controller import ReflectContext
 from opar_sim.core.limits import Limits
 from opar_sim.core.loop import run_episode
-from opar_sim.core.seeding import episode_seed
+from opar_sim.core.seeding import episode_seed, streams
 from opar_sim.core.task import Task, ToolSpec
 from opar_sim.core.types import (
     Action,
@@ -116,14 +118,13 @@ class NullAgent:
         """Four calls at the current context size."""
         return 4 * (self.context.tokens + 200)
 
-    def _call(self, env: simpy.Environment, completion: int) -> Generator[simpy.Event, Any, None]:
+    def _spend(self, completion: int) -> float:
+        """One model call's tokens; its simulated seconds."""
         self.cost.prompt_tokens += self.context.tokens
         self.cost.completion_tokens += completion
         self.cost.llm_calls += 1
         self.context.append("plan", completion)
-        delay = 0.5 + completion / 50.0
-        if not advance(env, delay):
-            yield env.timeout(delay)
+        return 0.5 + completion / 50.0
 
     def observe(
         self, env: simpy.Environment, task: Task
@@ -139,7 +140,9 @@ class NullAgent:
         self, env: simpy.Environment, step: int, fresh: bool, critique: str
     ) -> Generator[simpy.Event, Any, Plan]:
         """Keep the plan, or make one of quality 1."""
-        yield from self._call(env, 20)
+        delay = self._spend(20)
+        if not advance(env, delay):
+            yield env.timeout(delay)
         if fresh or self._plan is None:
             self._plans += 1
             self._plan = Plan(self._plans, TEMPLATE, 1.0, step, critique)
@@ -147,7 +150,9 @@ class NullAgent:
 
     def act(self, env: simpy.Environment, plan: Plan) -> Generator[simpy.Event, Any, ActChoice]:
         """Tick."""
-        yield from self._call(env, 30)
+        delay = self._spend(30)
+        if not advance(env, delay):
+            yield env.timeout(delay)
         plan.cursor += 1
         return ActChoice(TICK, True)
 
@@ -159,19 +164,82 @@ class NullAgent:
         self, env: simpy.Environment, task: Task, action: Action | None, result: ActionResult
     ) -> Generator[simpy.Event, Any, Evaluation]:
         """The visible progress with a little noise."""
-        yield from self._call(env, 40)
+        delay = self._spend(40)
+        if not advance(env, delay):
+            yield env.timeout(delay)
         seen = task.observe().visible_progress
         delta = min(1.0, max(0.0, seen + 0.05 * float(self.rng.standard_normal())))
         return Evaluation(delta, 1.0 if result.ok else 0.1, 0.0, delta, "progress", ())
 
 
-def null_engine(episodes: int) -> tuple[float, float]:
-    """(CPU seconds per loop step, steps per episode) of ``run_episode`` on the null parts."""
+def breakdown(episodes: int) -> dict[str, float]:
+    """Where a null-parts step goes, µs per loop step: the parts timed one by one.
+
+    ``engine`` is ``run_episode`` itself (its seeding and its law included, the rows
+    not); ``seeding`` is the episode's SeedSequence and its four streams; ``law`` the PID
+    deciding on the recorded readings again; ``rows`` is ``episode_lines`` on the
+    finished episodes; ``rest`` is the engine less its seeding and its law (the loop,
+    SimPy, the records, and the null task and agent).
+
+    Args:
+        episodes: How many null-parts episodes to time.
+
+    Returns:
+        The parts' costs in µs per loop step, ``total`` (engine and rows: what the
+        in-process SimPy engine row of ``make bench`` times), and ``steps_per_episode``.
+    """
     task, agent, law = NullTask(), NullAgent(), controllers.CognitivePID()
+    engine = rows = 0.0
     steps = 0
+    readings = []  # the law's inputs, kept (the results are not: as in a run's chunks)
+    for i in range(episodes):
+        start = time.process_time()
+        result = run_episode(task, agent, law, LIMITS, episode_seed(0, i), episode=i)
+        ran = time.process_time()
+        episode_lines(result)
+        rows += time.process_time() - ran
+        engine += ran - start
+        steps += len(result.steps)
+        last = 0.0
+        for rec in result.steps:
+            assert rec.evaluation is not None
+            dt = rec.time - last if rec.step > 1 else 0.0
+            ctx = ReflectContext(
+                rec.step, rec.time, dt, rec.plan_age, rec.plan_exhausted, rec.replans
+            )
+            readings.append((rec.step == 1, rec.evaluation, ctx))
+            last = rec.time
     start = time.process_time()
     for i in range(episodes):
-        result = run_episode(task, agent, law, LIMITS, episode_seed(0, i), episode=i)
-        episode_lines(result)
-        steps += len(result.steps)
-    return (time.process_time() - start) / steps, steps / episodes
+        streams(episode_seed(0, i))
+    seeding = time.process_time() - start
+    start = time.process_time()
+    for first, evaluation, ctx in readings:
+        if first:
+            law.reset()
+        law.decide(evaluation, ctx)
+    decide = time.process_time() - start
+    per = 1e6 / steps
+    return {
+        "engine": engine * per,
+        "seeding": seeding * per,
+        "law": decide * per,
+        "rest": (engine - seeding - decide) * per,
+        "rows": rows * per,
+        "total": (engine + rows) * per,
+        "steps_per_episode": steps / episodes,
+    }
+
+
+if __name__ == "__main__":
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from suite import floor
+
+    breakdown(200)
+    parts = breakdown(int(sys.argv[1]) if len(sys.argv) > 1 else 5000)
+    base = floor(50_000) * 1e6
+    print(f"floor {base:.2f} µs/step; {parts.pop('steps_per_episode'):.1f} steps/episode")
+    for name, us in parts.items():
+        print(f"{name:8s} {us:6.1f} µs/step  {us / base:4.1f}× the floor")

@@ -299,9 +299,9 @@ def run(
     )
     r["simpy_us_per_step"] = median(lambda: simpy_engine(s.simpy_episodes), repeats) * 1e6
     r["simpy_over_floor"] = r["simpy_us_per_step"] / r["floor_us_per_step"]
-    r["null_us_per_step"] = (
-        median(lambda: null_parts.null_engine(s.null_episodes)[0], repeats) * 1e6
-    )
+    parts = [null_parts.breakdown(s.null_episodes) for _ in range(repeats)]
+    r["null_parts"] = {k: statistics.median(p[k] for p in parts) for k in parts[0]}
+    r["null_us_per_step"] = r["null_parts"]["total"]
     r["null_over_floor"] = r["null_us_per_step"] / r["floor_us_per_step"]
     r["batch_episodes"] = s.batch_episodes
     r["batch_us_per_step"] = median(lambda: batch_engine(s.batch_episodes), repeats) * 1e6
@@ -379,7 +379,8 @@ def table(r: dict[str, Any]) -> Any:
         [
             "SimPy engine on null parts (a do-nothing task and agent)",
             f"{r['null_us_per_step']:.1f} µs/step",
-            f"{r['null_over_floor']:.1f}× the floor: the engine's own share",
+            f"{r['null_over_floor']:.1f}× the floor; of it rows {r['null_parts']['rows']:.1f}, "
+            f"seeding {r['null_parts']['seeding']:.1f}, the PID {r['null_parts']['law']:.1f} µs",
             "",
             "",
         ],

@@ -91,5 +91,7 @@ def test_the_null_parts_run_episodes_shaped_like_flight_bookings() -> None:
     assert sum(r.cost.replans for r in results) > 0  # the law's REPLAN path runs too
     failed = sum(not rec.result.ok for rec in steps) / len(steps)
     assert 0.02 < failed < 0.08  # SimTask.execute's failures (5 %) and timeouts
-    _, per_episode = null_parts.null_engine(20)
-    assert 9 <= per_episode <= 13
+    parts = null_parts.breakdown(20)
+    assert 9 <= parts["steps_per_episode"] <= 13
+    assert parts["rest"] == pytest.approx(parts["engine"] - parts["seeding"] - parts["law"])
+    assert parts["total"] == pytest.approx(parts["engine"] + parts["rows"])
