@@ -31,7 +31,7 @@ class AgentAbort(Exception):
         self.reason = reason
 
 
-@dataclass(slots=True, frozen=True)
+@dataclass(slots=True, unsafe_hash=True)  # unfrozen: one per step (see core/types.py)
 class ActChoice:
     """What the Act phase selected: an action, or none with the reason."""
 
