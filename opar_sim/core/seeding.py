@@ -15,6 +15,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from numpy.random.bit_generator import ISpawnableSeedSequence
@@ -41,14 +42,15 @@ def episode_seed(seed: int, episode: int) -> np.random.SeedSequence:
         episode: The episode number (non-negative), used as the spawn key.
 
     Returns:
-        The same SeedSequence for the same pair, whatever else the run does.
+        ``SeedSequence(seed, spawn_key=(episode,))``: the same for the same pair, whatever
+        else the run does (an ``EpisodeSeed``, which hashes only when asked to).
 
     Raises:
         ValueError: If ``seed`` or ``episode`` is negative.
     """
     if seed < 0 or episode < 0:
         raise ValueError("seed and episode must be non-negative")
-    return np.random.SeedSequence(seed, spawn_key=(episode,))
+    return EpisodeSeed(seed, episode)
 
 
 def streams(seq: np.random.SeedSequence, trial: int = 1) -> Streams:
@@ -227,6 +229,15 @@ def _state_constants(count: int) -> tuple[tuple[int, int], ...]:
     return tuple(out)
 
 
+def _generated(pool: tuple[int, ...], n_words: int, dtype: type) -> np.ndarray:
+    """SeedSequence.generate_state(n_words, dtype) for ``pool`` (uint32 or uint64 words)."""
+    wide = dtype is np.uint64 or np.dtype(dtype) == np.uint64
+    if not wide and dtype is not np.uint32 and np.dtype(dtype) != np.uint32:
+        raise TypeError("only support uint32 or uint64")
+    words = np.array(_state_words(pool, 2 * n_words if wide else n_words), np.uint32)
+    return words.astype("<u4").view("<u8").astype(np.uint64) if wide else words
+
+
 def _state_words(pool: tuple[int, ...], count: int) -> list[int]:
     """The first ``count`` uint32 words SeedSequence.generate_state makes from ``pool``."""
     n = len(pool)
@@ -381,11 +392,7 @@ class ChildSeed(ISpawnableSeedSequence):
             # the words ``_children`` computed for the PCG64 being built, handed over once
             state, self._pcg64 = self._pcg64, None
             return state
-        wide = dtype is np.uint64 or np.dtype(dtype) == np.uint64
-        if not wide and dtype is not np.uint32 and np.dtype(dtype) != np.uint32:
-            raise TypeError("only support uint32 or uint64")
-        words = np.array(_state_words(self.pool, 2 * n_words if wide else n_words), np.uint32)
-        return words.astype("<u4").view("<u8").astype(np.uint64) if wide else words
+        return _generated(self.pool, n_words, dtype)
 
     def spawn(  # type: ignore[override]  # real SeedSequences, as numpy's own spawn gives
         self, n_children: int
@@ -400,9 +407,107 @@ class ChildSeed(ISpawnableSeedSequence):
         """
         start = self.n_children_spawned
         self.n_children_spawned += n_children
-        return [
-            np.random.SeedSequence(
-                self.entropy, spawn_key=(*self.spawn_key, i), pool_size=self.pool_size
-            )
-            for i in range(start, start + n_children)
-        ]
+        return _spawned(self.entropy, self.spawn_key, self.pool_size, start, n_children)
+
+
+def _spawned(
+    entropy: int | Sequence[int] | None,
+    spawn_key: tuple[int, ...],
+    pool_size: int,
+    start: int,
+    n_children: int,
+) -> list[np.random.SeedSequence]:
+    """The SeedSequences SeedSequence.spawn makes, from child ``start`` on."""
+    return [
+        np.random.SeedSequence(entropy, spawn_key=(*spawn_key, i), pool_size=pool_size)
+        for i in range(start, start + n_children)
+    ]
+
+
+class EpisodeSeed(np.random.SeedSequence):
+    """``SeedSequence(seed, spawn_key=(episode,))`` that hashes only when asked to.
+
+    numpy's constructor hashes the entropy into the pool at once (about 10 µs);
+    ``streams`` never needs that pool (it hashes the children itself), so this
+    SeedSequence keeps the entropy and spawn key and computes the pool, its state
+    words and its children, bit for bit numpy's, only if something asks for them.
+    It is a SeedSequence (``isinstance`` holds, numpy's bit generators take it);
+    numpy's own read-only fields are shadowed by these slots and stay unused.
+
+    Args:
+        seed: The run seed (a non-negative int).
+        episode: The episode number (a non-negative int), the spawn key.
+    """
+
+    # the public ones have the names of numpy's read-only fields: these slots shadow them
+    __slots__ = ("_episode", "_seed", "entropy", "n_children_spawned", "pool_size", "spawn_key")
+
+    def __init__(self, seed: int, episode: int) -> None:  # not numpy's: that would hash
+        self._seed, self._episode = seed, episode  # typed ints, for what follows
+        self.entropy = seed
+        self.spawn_key = (episode,)
+        self.pool_size = _POOL_SIZE
+        self.n_children_spawned = 0
+
+    @property
+    def pool(self) -> np.ndarray:  # type: ignore[override]  # numpy's is a read-only field
+        """The entropy pool (uint32 words), as SeedSequence.pool holds it."""
+        return np.array(self._pool(), dtype=np.uint32)
+
+    @property
+    def state(self) -> dict[str, Any]:  # type: ignore[override]  # numpy's stub: a TypedDict
+        """The SeedSequence's parameters, as SeedSequence.state gives them."""
+        return {
+            "entropy": self.entropy,
+            "spawn_key": self.spawn_key,
+            "pool_size": self.pool_size,
+            "n_children_spawned": self.n_children_spawned,
+        }
+
+    def _pool(self) -> tuple[int, ...]:
+        return _absorb(self._seed, (self._episode,), self.pool_size)[0]
+
+    def generate_state(  # type: ignore[override]  # numpy's stub spells the dtypes out
+        self, n_words: int, dtype: type = np.uint32
+    ) -> np.ndarray:
+        """The words SeedSequence.generate_state returns for this seed.
+
+        Args:
+            n_words: How many words of ``dtype``.
+            dtype: ``np.uint32`` or ``np.uint64``.
+
+        Returns:
+            The state words, as numpy computes them.
+        """
+        return _generated(self._pool(), n_words, dtype)
+
+    def spawn(  # type: ignore[override]  # real SeedSequences, as numpy's own spawn gives
+        self, n_children: int
+    ) -> list[np.random.SeedSequence]:
+        """Child SeedSequences, as SeedSequence.spawn makes them (advancing the count).
+
+        Args:
+            n_children: How many.
+
+        Returns:
+            Real SeedSequences keyed (episode, n) for the next ``n_children`` n.
+        """
+        start = self.n_children_spawned
+        self.n_children_spawned += n_children
+        return _spawned(self._seed, (self._episode,), self.pool_size, start, n_children)
+
+    def __repr__(self) -> str:
+        """The repr of numpy's SeedSequence (defaults left out)."""
+        lines = [f"{type(self).__name__}(", f"    entropy={self.entropy!r},"]
+        lines.append(f"    spawn_key={self.spawn_key!r},")
+        if self.n_children_spawned:
+            lines.append(f"    n_children_spawned={self.n_children_spawned!r},")
+        return "\n".join([*lines, ")"])
+
+    def __reduce__(self) -> tuple[type, tuple[int, int], int]:
+        """Pickle as the pair and the count of children spawned (numpy's would read its fields)."""
+        return type(self), (self._seed, self._episode), self.n_children_spawned
+
+    def __setstate__(self, n_children_spawned: int) -> None:
+        """Restore the count of children spawned (see ``__reduce__``)."""
+        self.n_children_spawned = n_children_spawned

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import pickle
 
 import numpy as np
@@ -229,6 +230,37 @@ def test_streams_of_one_seed_are_new_objects_every_time():
     again.task.random(10)
     assert first.task.bit_generator.state == before
     assert {id(g) for g in _named(first)}.isdisjoint(id(g) for g in _named(again))
+
+
+@settings(max_examples=150, deadline=None)
+@given(seed=st.integers(0, 2**130), episode=st.integers(0, 2**70), spawned=st.integers(0, 3))
+def test_an_episode_seed_is_numpys_seed_sequence_in_everything_it_shows(seed, episode, spawned):
+    ours, theirs = episode_seed(seed, episode), np.random.SeedSequence(seed, spawn_key=(episode,))
+    assert isinstance(ours, np.random.SeedSequence)
+    assert [c.state for c in ours.spawn(spawned)] == [c.state for c in theirs.spawn(spawned)]
+    assert ours.state == theirs.state
+    assert (ours.entropy, ours.spawn_key, ours.pool_size, ours.n_children_spawned) == (
+        theirs.entropy,
+        theirs.spawn_key,
+        theirs.pool_size,
+        theirs.n_children_spawned,
+    )
+    assert ours.pool.dtype == theirs.pool.dtype
+    assert ours.pool.tolist() == theirs.pool.tolist()
+    for dtype in (np.uint32, np.uint64):
+        assert ours.generate_state(5, dtype).tolist() == theirs.generate_state(5, dtype).tolist()
+        assert ours.generate_state(2, dtype).dtype == np.dtype(dtype)
+    assert repr(ours).replace("EpisodeSeed", "SeedSequence") == repr(theirs)
+    assert _mixed_draws(np.random.default_rng(ours)) == _mixed_draws(np.random.default_rng(theirs))
+    for again in (pickle.loads(pickle.dumps(ours)), copy.deepcopy(ours)):
+        assert type(again) is type(ours)
+        assert again.state == ours.state  # the copy goes on from where ``ours`` was
+        reference = np.random.SeedSequence(
+            seed, spawn_key=(episode,), n_children_spawned=ours.n_children_spawned
+        )
+        assert [c.state for c in again.spawn(2)] == [c.state for c in reference.spawn(2)]
+    with pytest.raises(TypeError):
+        ours.generate_state(1, np.float32)
 
 
 def test_a_child_seed_refuses_what_numpy_would_not_seed_this_way():
