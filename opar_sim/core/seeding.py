@@ -121,14 +121,17 @@ def derived(rng: np.random.Generator, *key: int) -> np.random.Generator:
 
 
 # -- SeedSequence's hash in Python ------------------------------------------------
-# numpy's SeedSequence costs about 11 µs to build and its PCG64 seeds itself by calling
-# back into our ``generate_state``: with the four streams that was 65 µs an episode.
-# ``_children`` computes the same pools and state words with the same uint32 arithmetic
-# (numpy's bit_generator.pyx), sharing the hashing of the parent's entropy and spawn key
-# between the children, and builds all their PCG64 seeds in one ndarray; each PCG64 takes
-# its four words from its ``ChildSeed`` (1 µs, against 2.5 µs for setting a state dict
-# into a reused generator, which nested sub-episodes would also clobber).  The streams
-# are bit-identical (tests/core/test_seeding.py checks them against numpy's).
+# numpy's SeedSequence costs about 8 µs to build, and a PCG64 seeded from a Python seed
+# sequence calls back into its ``generate_state``: hashed word by word in Python, the
+# four streams cost about 60 µs an episode.  ``_children`` computes the same pools and
+# state words with the same uint32 arithmetic (numpy's bit_generator.pyx), hashing the
+# parent's entropy and spawn key once for all children and the children together (in
+# lanes, below), and hands each PCG64 its four words from one ndarray through its
+# ``ChildSeed`` (a fresh PCG64 so seeded costs about 1.3 µs; setting a state dict into a
+# reused one costs 2.5 µs, and a reused generator would move under whatever still holds
+# it: a nested sub-episode splits its own seed in the middle of its parent's episode).
+# ``EpisodeSeed`` skips numpy's hashing of the episode seed itself, which ``streams``
+# never reads.  Everything is bit-identical to numpy (tests/core/test_seeding.py).
 _MASK32 = 0xFFFFFFFF
 _INIT_A = 0x43B0D7E5
 _MULT_A = 0x931E8875
