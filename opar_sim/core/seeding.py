@@ -112,11 +112,8 @@ def derived(rng: np.random.Generator, *key: int) -> np.random.Generator:
     seq = rng.bit_generator.seed_seq
     if not isinstance(seq, np.random.SeedSequence | ChildSeed):
         raise ValueError("derived() needs a generator seeded from a SeedSequence")
-    entropy, spawn_key = seq.entropy, (*seq.spawn_key, *key)
-    if isinstance(entropy, int) and spawn_key and _int_key(spawn_key):
-        # in Python like the streams: the last key word is hashed as a child's index
-        return _children(entropy, spawn_key[:-1], _POOL_SIZE, 1, spawn_key[-1])[0]
-    child = np.random.SeedSequence(entropy, spawn_key=spawn_key)
+    # numpy's own hash here: for one child with a longer key it is as cheap as ours
+    child = np.random.SeedSequence(seq.entropy, spawn_key=(*seq.spawn_key, *key))
     return np.random.Generator(np.random.PCG64(child))
 
 
@@ -140,7 +137,7 @@ _MULT_B = 0x58F38DED
 _MIX_MULT_L = 0xCA01F9DD
 _MIX_MULT_R = 0x4973F715
 _XSHIFT = 16
-_POOL_SIZE = 4  # numpy's DEFAULT_POOL_SIZE, what ``derived`` seeds with
+_POOL_SIZE = 4  # numpy's DEFAULT_POOL_SIZE
 _PCG64_WORDS = 4  # the uint64 words PCG64 asks its seed sequence for
 
 
@@ -267,8 +264,8 @@ def _lanes(count: int) -> tuple[int, int]:
     return ones, _MASK32 * ones
 
 
-@functools.lru_cache(maxsize=256)
-def _index_terms(h: int, first: int, count: int, pool_size: int) -> tuple[int, ...]:
+@functools.lru_cache(maxsize=64)
+def _index_terms(h: int, count: int, pool_size: int) -> tuple[int, ...]:
     """Per pool word, the children's index words hashed and times -MIX_MULT_R, in lanes.
 
     The hash constant after a parent's prefix is fixed, so mixing child index ``i``
@@ -276,37 +273,28 @@ def _index_terms(h: int, first: int, count: int, pool_size: int) -> tuple[int, .
     ``t``: this is ``-MIX_MULT_R * t mod 2**32`` for each child, one lane each.
     """
     terms = [0] * pool_size
-    for k, index in enumerate(range(first, first + count)):
+    for index in range(count):
         g = h
         for d in range(pool_size):
             v = index ^ g
             g = (g * _MULT_A) & _MASK32
             v = (v * g) & _MASK32
             v ^= v >> _XSHIFT
-            terms[d] |= (-_MIX_MULT_R * v & _MASK32) << (_LANE * k)
+            terms[d] |= (-_MIX_MULT_R * v & _MASK32) << (_LANE * index)
     return tuple(terms)
 
 
 def _children(
-    entropy: int, spawn_key: tuple[int, ...], pool_size: int, count: int, first: int = 0
+    entropy: int, spawn_key: tuple[int, ...], pool_size: int, count: int
 ) -> list[np.random.Generator]:
-    """PCG64 generators of the seeds (entropy, (*spawn_key, i)) for i in first..first+count-1.
+    """PCG64 generators of the seeds (entropy, (*spawn_key, i)) for i in 0..count-1.
 
     Bit for bit ``Generator(PCG64(SeedSequence(entropy, spawn_key=(*spawn_key, i),
     pool_size=pool_size)))``, each carrying a ``ChildSeed`` as its ``seed_seq``.
     """
-    if first + count > _MASK32 + 1:  # an index of two uint32 words (no stream has one)
-        return [
-            np.random.Generator(
-                np.random.PCG64(
-                    np.random.SeedSequence(entropy, spawn_key=(*spawn_key, i), pool_size=pool_size)
-                )
-            )
-            for i in range(first, first + count)
-        ]
     pool, h = _absorb(entropy, spawn_key, pool_size)
     ones, mask = _lanes(count)
-    terms = _index_terms(h, first, count, pool_size)
+    terms = _index_terms(h, count, pool_size)
     pools = []  # the children's pool word d, one child per lane
     for word, term in zip(pool, terms, strict=True):
         r = (((_MIX_MULT_L * word) & _MASK32) * ones + term) & mask
@@ -327,7 +315,7 @@ def _children(
     for k in range(count):
         seed = ChildSeed.__new__(ChildSeed)
         seed.entropy = entropy
-        seed.spawn_key = (*spawn_key, first + k)
+        seed.spawn_key = (*spawn_key, k)
         seed.pool_size = pool_size
         seed.n_children_spawned = 0
         seed._pools, seed._lane = pools, k  # its pool, unpacked only if asked for
