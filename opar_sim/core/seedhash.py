@@ -224,7 +224,54 @@ def children(
     return out
 
 
-class ChildSeed(ISpawnableSeedSequence):
+class _HashedSeed:
+    """What ``ChildSeed`` and ``EpisodeSeed`` share: state words and children, as numpy's.
+
+    A subclass gives its pool's uint32 words (``_pool_words``) and carries ``entropy``,
+    ``spawn_key``, ``pool_size`` and ``n_children_spawned``.
+    """
+
+    __slots__ = ()
+    entropy: Any
+    spawn_key: tuple[int, ...]
+    pool_size: int
+    n_children_spawned: int
+
+    def _pool_words(self) -> tuple[int, ...]:
+        raise NotImplementedError
+
+    def generate_state(self, n_words: int, dtype: type = np.uint32) -> np.ndarray:
+        """The words SeedSequence.generate_state returns for this seed.
+
+        Args:
+            n_words: How many words of ``dtype``.
+            dtype: ``np.uint32`` or ``np.uint64``.
+
+        Returns:
+            The state words, as numpy computes them.
+        """
+        return _generated(self._pool_words(), n_words, dtype)
+
+    def spawn(self, n_children: int) -> list[np.random.SeedSequence]:
+        """Child SeedSequences, as SeedSequence.spawn makes them (advancing the count).
+
+        Args:
+            n_children: How many.
+
+        Returns:
+            Real SeedSequences keyed (*spawn_key, n) for the next ``n_children`` n.
+        """
+        start = self.n_children_spawned
+        self.n_children_spawned += n_children  # type: ignore[misc]  # a subclass's slot
+        return [
+            np.random.SeedSequence(
+                self.entropy, spawn_key=(*self.spawn_key, i), pool_size=self.pool_size
+            )
+            for i in range(start, start + n_children)
+        ]
+
+
+class ChildSeed(_HashedSeed, ISpawnableSeedSequence):  # type: ignore[misc]  # numpy's stubs
     """``SeedSequence(parent.entropy, spawn_key=(*parent.spawn_key, index))``, computed cheaply.
 
     It seeds a PCG64 exactly as that SeedSequence would, spawns real SeedSequences
@@ -263,6 +310,9 @@ class ChildSeed(ISpawnableSeedSequence):
     @property
     def pool(self) -> tuple[int, ...]:
         """The entropy pool, as SeedSequence.pool holds it (uint32 words)."""
+        return self._pool_words()
+
+    def _pool_words(self) -> tuple[int, ...]:
         shift = _LANE * self._lane
         return tuple((w >> shift) & _MASK32 for w in self._pools)
 
@@ -282,39 +332,10 @@ class ChildSeed(ISpawnableSeedSequence):
             # the words ``children`` computed for the PCG64 being built, handed over once
             state, self._pcg64 = self._pcg64, None
             return state
-        return _generated(self.pool, n_words, dtype)
-
-    def spawn(  # type: ignore[override]  # real SeedSequences, as numpy's own spawn gives
-        self, n_children: int
-    ) -> list[np.random.SeedSequence]:
-        """Child SeedSequences, as SeedSequence.spawn makes them.
-
-        Args:
-            n_children: How many.
-
-        Returns:
-            Real SeedSequences keyed (*spawn_key, n) for the next ``n_children`` n.
-        """
-        start = self.n_children_spawned
-        self.n_children_spawned += n_children
-        return _spawned(self.entropy, self.spawn_key, self.pool_size, start, n_children)
+        return super().generate_state(n_words, dtype)
 
 
-def _spawned(
-    entropy: int | Sequence[int] | None,
-    spawn_key: tuple[int, ...],
-    pool_size: int,
-    start: int,
-    n_children: int,
-) -> list[np.random.SeedSequence]:
-    """The SeedSequences SeedSequence.spawn makes, from child ``start`` on."""
-    return [
-        np.random.SeedSequence(entropy, spawn_key=(*spawn_key, i), pool_size=pool_size)
-        for i in range(start, start + n_children)
-    ]
-
-
-class EpisodeSeed(np.random.SeedSequence):
+class EpisodeSeed(_HashedSeed, np.random.SeedSequence):  # type: ignore[misc]  # numpy's stubs
     """``SeedSequence(seed, spawn_key=(episode,))`` that hashes only when asked to.
 
     numpy's constructor hashes the entropy into the pool at once (about 10 µs);
@@ -342,7 +363,7 @@ class EpisodeSeed(np.random.SeedSequence):
     @property
     def pool(self) -> np.ndarray:  # type: ignore[override]  # numpy's is a read-only field
         """The entropy pool (uint32 words), as SeedSequence.pool holds it."""
-        return np.array(self._pool(), dtype=np.uint32)
+        return np.array(self._pool_words(), dtype=np.uint32)
 
     @property
     def state(self) -> dict[str, Any]:  # type: ignore[override]  # numpy's stub: a TypedDict
@@ -354,37 +375,8 @@ class EpisodeSeed(np.random.SeedSequence):
             "n_children_spawned": self.n_children_spawned,
         }
 
-    def _pool(self) -> tuple[int, ...]:
+    def _pool_words(self) -> tuple[int, ...]:
         return _absorb(self._seed, (self._episode,), self.pool_size)[0]
-
-    def generate_state(  # type: ignore[override]  # numpy's stub spells the dtypes out
-        self, n_words: int, dtype: type = np.uint32
-    ) -> np.ndarray:
-        """The words SeedSequence.generate_state returns for this seed.
-
-        Args:
-            n_words: How many words of ``dtype``.
-            dtype: ``np.uint32`` or ``np.uint64``.
-
-        Returns:
-            The state words, as numpy computes them.
-        """
-        return _generated(self._pool(), n_words, dtype)
-
-    def spawn(  # type: ignore[override]  # real SeedSequences, as numpy's own spawn gives
-        self, n_children: int
-    ) -> list[np.random.SeedSequence]:
-        """Child SeedSequences, as SeedSequence.spawn makes them (advancing the count).
-
-        Args:
-            n_children: How many.
-
-        Returns:
-            Real SeedSequences keyed (episode, n) for the next ``n_children`` n.
-        """
-        start = self.n_children_spawned
-        self.n_children_spawned += n_children
-        return _spawned(self._seed, (self._episode,), self.pool_size, start, n_children)
 
     def __repr__(self) -> str:
         """The repr of numpy's SeedSequence (defaults left out)."""
