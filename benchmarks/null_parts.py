@@ -6,27 +6,22 @@ as the simulated agent and ``SimTask.execute`` do), the episode's four streams, 
 records of a step (``Evaluation``, ``ReflectContext``, ``StepRecord``, the law's
 ``Decision``), the cognitive PID with its defaults, and the episode's JSON rows.  The
 task is a ``SimTask`` with one tool (the real ``execute``: a log-normal latency and a
-failure draw) whose progress rises by a tenth a call; the agent spends a fixed number of
-tokens a call and reads its progress back with noise, so the PID stops after about as
-many steps as on flight_booking.  Set beside the bare SimPy floor in ``make bench``: the
-share of the floor's multiple that the design itself takes.
+failure draw) whose progress rises by a tenth a call; the agent is the scripted agent,
+always ticking, with its evaluation read from the task's progress with noise, so the
+PID stops after about as many steps as on flight_booking.  Set beside the bare SimPy
+floor in ``make bench``: the share of the floor's multiple that the design itself takes.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Generator
 from pathlib import Path
-from typing import Any
 
 import numpy as np
-import simpy
 
 import controllers
 from environments.base import NoArgs, SimTask
-from opar_sim.agents.context import Context
-from opar_sim.core.agent import ActChoice
-from opar_sim.core.clock import advance
+from opar_sim.agents.scripted import ScriptedAgent
 from opar_sim.core.controller import ReflectContext
 from opar_sim.core.limits import Limits
 from opar_sim.core.loop import run_episode
@@ -38,7 +33,6 @@ from opar_sim.core.types import (
     Cost,
     Evaluation,
     Observation,
-    Plan,
     PlanStep,
 )
 from opar_sim.experiment.rundir import episode_lines
@@ -92,81 +86,26 @@ class NullTask(SimTask):
         return f"{self.ticks} ticks"
 
 
-class NullAgent:
-    """Each phase one model call of fixed size, time passing by ``advance``; δ_task is noisy."""
+class NullAgent(ScriptedAgent):
+    """The scripted agent, always ticking, whose evaluation reads progress with a little noise.
+
+    Each phase is one model call of ``tokens_per_call`` tokens and ``phase_seconds`` long
+    (time passing by ``advance``, as the simulated agent's does).
+    """
 
     name = "null"
 
     def __init__(self) -> None:
-        self.context = Context()
-        self.cost = Cost()
+        super().__init__([TICK], [Evaluation(0.0, 1.0, 0.0, 0.0)], 0.5, 30)
         self.rng = np.random.default_rng(0)
-        self._plan: Plan | None = None
-        self._plans = 0
 
     def reset(self, task: Task, rng: np.random.Generator, cost: Cost) -> None:
-        """A fresh context and ledger; ``rng`` draws the evaluation's noise."""
-        self.context, self.cost, self.rng = Context(), cost, rng
-        self._plan, self._plans = None, 0
+        """As the scripted agent; ``rng`` draws the evaluation's noise."""
+        super().reset(task, rng, cost)
+        self.rng = rng
 
-    @property
-    def context_tokens(self) -> int:
-        """The tokens in the context."""
-        return self.context.tokens
-
-    def max_step_tokens(self, fresh_plan: bool) -> int:
-        """Four calls at the current context size."""
-        return 4 * (self.context.tokens + 200)
-
-    def _spend(self, completion: int) -> float:
-        """One model call's tokens; its simulated seconds."""
-        self.cost.prompt_tokens += self.context.tokens
-        self.cost.completion_tokens += completion
-        self.cost.llm_calls += 1
-        self.context.append("plan", completion)
-        return 0.5 + completion / 50.0
-
-    def observe(
-        self, env: simpy.Environment, task: Task
-    ) -> Generator[simpy.Event, Any, Observation]:
-        """Read the observation."""
-        if not advance(env, 0.1):
-            yield env.timeout(0.1)
-        obs = task.observe()
-        self.context.append("observation", obs.tokens)
-        return obs
-
-    def plan(
-        self, env: simpy.Environment, step: int, fresh: bool, critique: str
-    ) -> Generator[simpy.Event, Any, Plan]:
-        """Keep the plan, or make one of quality 1."""
-        delay = self._spend(20)
-        if not advance(env, delay):
-            yield env.timeout(delay)
-        if fresh or self._plan is None:
-            self._plans += 1
-            self._plan = Plan(self._plans, TEMPLATE, 1.0, step, critique)
-        return self._plan
-
-    def act(self, env: simpy.Environment, plan: Plan) -> Generator[simpy.Event, Any, ActChoice]:
-        """Tick."""
-        delay = self._spend(30)
-        if not advance(env, delay):
-            yield env.timeout(delay)
-        plan.cursor += 1
-        return ActChoice(TICK, True)
-
-    def absorb(self, result: ActionResult) -> None:
-        """The result's tokens."""
-        self.context.append("result", result.tokens)
-
-    def evaluate(
-        self, env: simpy.Environment, task: Task, action: Action | None, result: ActionResult
-    ) -> Generator[simpy.Event, Any, Evaluation]:
+    def assess(self, task: Task, result: ActionResult) -> Evaluation:
         """The visible progress with a little noise."""
-        delay = self._spend(40)
-        if not advance(env, delay):
-            yield env.timeout(delay)
         seen = task.observe().visible_progress
         delta = min(1.0, max(0.0, seen + 0.05 * float(self.rng.standard_normal())))
         return Evaluation(delta, 1.0 if result.ok else 0.1, 0.0, delta, "progress", ())

@@ -10,6 +10,7 @@ import simpy
 
 from opar_sim.agents.context import Context
 from opar_sim.core.agent import ActChoice
+from opar_sim.core.clock import advance
 from opar_sim.core.task import Task
 from opar_sim.core.types import Action, ActionResult, Cost, Evaluation, Observation, Plan
 
@@ -81,7 +82,8 @@ class ScriptedAgent:
         self, env: simpy.Environment, task: Task
     ) -> Generator[simpy.Event, Any, Observation]:
         """Read the task's observation into the context; ``phase_seconds`` long."""
-        yield env.timeout(self.phase_seconds)
+        if not advance(env, self.phase_seconds):
+            yield env.timeout(self.phase_seconds)
         obs = task.observe()
         self.context.append("observation", obs.tokens)
         return obs
@@ -90,7 +92,8 @@ class ScriptedAgent:
         self, env: simpy.Environment, step: int, fresh: bool, critique: str
     ) -> Generator[simpy.Event, Any, Plan]:
         """Make a plan from the task's template (quality 1.0) when fresh; else keep it."""
-        yield env.timeout(self.phase_seconds)
+        if not advance(env, self.phase_seconds):
+            yield env.timeout(self.phase_seconds)
         self._call()
         if fresh or self._plan is None:
             self._plans += 1
@@ -99,7 +102,8 @@ class ScriptedAgent:
 
     def act(self, env: simpy.Environment, plan: Plan) -> Generator[simpy.Event, Any, ActChoice]:
         """Play back the next scripted action (the last one once the script runs out)."""
-        yield env.timeout(self.phase_seconds)
+        if not advance(env, self.phase_seconds):
+            yield env.timeout(self.phase_seconds)
         self._call()
         action = self.actions[min(self._step, len(self.actions) - 1)]
         plan.cursor += 1
@@ -115,8 +119,21 @@ class ScriptedAgent:
         self, env: simpy.Environment, task: Task, action: Action | None, result: ActionResult
     ) -> Generator[simpy.Event, Any, Evaluation]:
         """Play back the next scripted evaluation (the last one once the script runs out)."""
-        yield env.timeout(self.phase_seconds)
+        if not advance(env, self.phase_seconds):
+            yield env.timeout(self.phase_seconds)
         self._call()
-        evaluation = self.evaluations[min(self._step, len(self.evaluations) - 1)]
+        evaluation = self.assess(task, result)
         self._step += 1
         return evaluation
+
+    def assess(self, task: Task, result: ActionResult) -> Evaluation:
+        """This step's evaluation: the next scripted one (a subclass may read the task instead).
+
+        Args:
+            task: The task, as the evaluate phase sees it.
+            result: The step's tool result.
+
+        Returns:
+            The evaluation the phase returns.
+        """
+        return self.evaluations[min(self._step, len(self.evaluations) - 1)]
