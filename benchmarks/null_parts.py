@@ -170,15 +170,28 @@ def breakdown(episodes: int) -> dict[str, float]:
     }
 
 
-if __name__ == "__main__":
-    import sys
+def main(argv: list[str] | None = None) -> int:
+    """Print the null parts' breakdown beside the floor, measured in this process."""
+    import argparse
 
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
     from suite import floor
 
-    breakdown(200)
-    parts = breakdown(int(sys.argv[1]) if len(sys.argv) > 1 else 5000)
+    parser = argparse.ArgumentParser(description=main.__doc__)
+    parser.add_argument("episodes", nargs="?", type=int, default=5000, help="default: 5000")
+    args = parser.parse_args(argv)
+    if args.episodes < 1:
+        parser.error("episodes must be at least 1")
+    breakdown(min(200, args.episodes))  # warm up
+    parts = breakdown(args.episodes)
     base = floor(50_000) * 1e6
     print(f"floor {base:.2f} µs/step; {parts.pop('steps_per_episode'):.1f} steps/episode")
     for name, us in parts.items():
         print(f"{name:8s} {us:6.1f} µs/step  {us / base:4.1f}× the floor")
+    return 0
+
+
+if __name__ == "__main__":
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    sys.exit(main())
