@@ -11,7 +11,7 @@ tests/core/test_seeding.py checks every piece against numpy with hypothesis.
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -236,9 +236,7 @@ class _HashedSeed:
     spawn_key: tuple[int, ...]
     pool_size: int
     n_children_spawned: int
-
-    def _pool_words(self) -> tuple[int, ...]:
-        raise NotImplementedError
+    _pool_words: Callable[[], tuple[int, ...]]  # the subclass's pool, as uint32 words
 
     def generate_state(self, n_words: int, dtype: type = np.uint32) -> np.ndarray:
         """The words SeedSequence.generate_state returns for this seed.
