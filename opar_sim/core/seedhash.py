@@ -279,7 +279,6 @@ class ChildSeed(_HashedSeed, ISpawnableSeedSequence):  # type: ignore[misc]  # n
     Args:
         parent: A SeedSequence with an int entropy (and a spawn key of ints, maybe empty).
         index: The child's index, appended to the parent's spawn key.
-        prefix: ``_absorb`` of the parent (shared by its children), or None to compute it.
     """
 
     __slots__ = (
@@ -292,15 +291,12 @@ class ChildSeed(_HashedSeed, ISpawnableSeedSequence):  # type: ignore[misc]  # n
         "spawn_key",
     )
 
-    def __init__(
-        self, parent: np.random.SeedSequence, index: int, prefix: _Mixed | None = None
-    ) -> None:
+    def __init__(self, parent: np.random.SeedSequence, index: int) -> None:
         self.entropy = parent.entropy
         self.pool_size = parent.pool_size
         self.spawn_key = (*parent.spawn_key, index)
         self.n_children_spawned = 0
-        if prefix is None:
-            prefix = _absorb(self.entropy, tuple(parent.spawn_key), self.pool_size)
+        prefix = _absorb(self.entropy, tuple(parent.spawn_key), self.pool_size)
         self._pools: list[int] | tuple[int, ...] = _more(prefix, _words(index))[0]
         self._lane = 0
         self._pcg64: np.ndarray | None = None
