@@ -35,7 +35,7 @@ from opar_sim.core.types import (
     Observation,
     PlanStep,
 )
-from opar_sim.experiment.rundir import episode_lines
+from opar_sim.rundir import episode_lines
 
 TICK = Action.of("tick")
 TEMPLATE = (PlanStep("tick", "move the task on"),)

@@ -21,11 +21,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from opar_sim.experiment.build import load_spec
-from opar_sim.experiment.edit import with_overrides
-from opar_sim.experiment.executors import ExecutorConfig, open_executor
-from opar_sim.experiment.runner import run_experiment
-from opar_sim.experiment.sweep import run_sweep
+from opar_sim.running.executors import ExecutorConfig, open_executor
+from opar_sim.running.runner import run_experiment
+from opar_sim.running.sweep import run_sweep
+from opar_sim.spec.build import load_spec
+from opar_sim.spec.edit import with_overrides
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -19,7 +19,7 @@ overhead is shown beside it).  What is measured, on flight_booking with the PID:
 6. the CLI's peak RSS (``ru_maxrss``) at two sizes (``memory.py``);
 7. ``opar-sim --help``: the CPU time of a fresh interpreter, and the heavy
    modules ``--help`` and ``list`` import;
-8. the run analysis (``opar_sim.analysis.run.analyze``) per episode, and ``opar-sim
+8. the run analysis (``opar_sim.measure.run.analyze``) per episode, and ``opar-sim
    plot`` on the CLI's larger run against the CPU time of that run;
 9. in LLM mode (the embedded llama.cpp model, when installed), the share of
    wall time spent outside the model's calls.
@@ -58,11 +58,11 @@ import simpy  # noqa: E402
 import controllers  # noqa: E402
 from opar_sim.core.loop import run_episode  # noqa: E402
 from opar_sim.core.seeding import episode_seed  # noqa: E402
-from opar_sim.experiment.batch import run_batch  # noqa: E402
-from opar_sim.experiment.build import build, load_spec  # noqa: E402
-from opar_sim.experiment.edit import with_overrides  # noqa: E402
-from opar_sim.experiment.executors import ExecutorConfig  # noqa: E402
-from opar_sim.experiment.rundir import episode_lines  # noqa: E402
+from opar_sim.engines.batch import run_batch  # noqa: E402
+from opar_sim.rundir import episode_lines  # noqa: E402
+from opar_sim.running.executors import ExecutorConfig  # noqa: E402
+from opar_sim.spec.build import build, load_spec  # noqa: E402
+from opar_sim.spec.edit import with_overrides  # noqa: E402
 
 ROOT = HERE.parent
 SPEC = ROOT / "experiments" / "flight_booking.toml"
@@ -214,7 +214,7 @@ def help_cpu() -> float:
 # -- 8: analysis -------------------------------------------------------------------------------
 def analysis_per_episode(run_dir: Path) -> float:
     """CPU seconds per episode of ``analyze`` on a run directory."""
-    from opar_sim.analysis.run import analyze
+    from opar_sim.measure.run import analyze
 
     episodes = run_steps(run_dir)[0]
     start = time.process_time()
@@ -242,7 +242,7 @@ def llm_overhead(work: Path) -> dict[str, float]:
     not spent in the model's calls (``calls.jsonl``'s ``model_seconds``) is the
     loop's overhead.
     """
-    from opar_sim.experiment.runner import run_experiment
+    from opar_sim.running.runner import run_experiment
 
     walls, models = [], []
     for n in (1, 3):

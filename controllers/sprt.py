@@ -17,7 +17,7 @@ stream of evaluations (see docs/sprt.md):
   false abandons (giving up on a feasible task) is ``beta``.
 
 The likelihood ratios are tables of binned frequencies fitted on tuning
-episodes (``opar_sim.analysis.sprt.calibrate``); the δ_act table is
+episodes (``opar_sim.studies.sprt.calibrate``); the δ_act table is
 conditioned on the number of productive steps so far (a Markov summary of the
 history, since an infeasible world allows only a few).  With an exact model
 the likelihood ratio is a nonnegative martingale under the null and Ville's
@@ -51,7 +51,7 @@ ACT_EDGES = (0.35, 0.8)  # δ_act: failed < 0.35 ≤ no progress < 0.8 ≤ progr
 N_ACT = len(ACT_EDGES) + 1
 PRODUCTIVE_CAP = 4  # the δ_act table is conditioned on min(productive steps so far, 4)
 # Fitted on flight_booking (infeasible_rate 0.3), tuning seed 100, episodes 0..1999,
-# by ``opar_sim.analysis.sprt.calibrate`` (alpha = beta = 0.05).
+# by ``opar_sim.studies.sprt.calibrate`` (alpha = beta = 0.05).
 DONE_LLR: tuple[float, ...] = (
     -6.9322,
     -7.0941,

@@ -2,8 +2,8 @@
 
 Three functions, the same machinery as the command line (``opar-sim run`` and
 ``opar-sim compare``) with no second implementation: a spec is validated and
-built by ``opar_sim.experiment.build``, run by ``opar_sim.experiment.runner``
-into an ordinary run directory, and measured by ``opar_sim.analysis.run``.
+built by ``opar_sim.spec.build``, run by ``opar_sim.running.runner``
+into an ordinary run directory, and measured by ``opar_sim.measure.run``.
 They are also importable from the package root::
 
     import opar_sim
@@ -25,11 +25,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from opar_sim.analysis.run import RunAnalysis, analyze, write_metrics
-from opar_sim.experiment.build import load_spec, parse_spec
-from opar_sim.experiment.edit import with_controllers, with_overrides
-from opar_sim.experiment.executors import ExecutorConfig, open_executor
-from opar_sim.experiment.rundir import (
+from opar_sim.figures import write_figures
+from opar_sim.figures.run import FIGURE_EPISODES, write_run_figures
+from opar_sim.measure.run import RunAnalysis, analyze, write_metrics
+from opar_sim.rundir import (
     SUMMARY_FILE,
     check_run_dir,
     default_run_dir,
@@ -39,10 +38,11 @@ from opar_sim.experiment.rundir import (
     read_json,
     read_spec,
 )
-from opar_sim.experiment.runner import run_experiment
-from opar_sim.experiment.spec import ExperimentSpec, SpecError
-from opar_sim.figures import write_figures
-from opar_sim.figures.run import FIGURE_EPISODES, write_run_figures
+from opar_sim.running.executors import ExecutorConfig, open_executor
+from opar_sim.running.runner import run_experiment
+from opar_sim.spec.build import load_spec, parse_spec
+from opar_sim.spec.edit import with_controllers, with_overrides
+from opar_sim.spec.schema import ExperimentSpec, SpecError
 
 SpecLike = ExperimentSpec | Mapping[str, Any] | str | os.PathLike[str]
 """A spec: a validated ``ExperimentSpec``, a mapping of spec keys, a TOML file, or TOML text."""
@@ -255,3 +255,8 @@ def _execute(
     if figures:
         write_run_figures(spec, result.out, result.traces)
     return Run(result.out, spec, result.summary)
+
+
+# --- the studies (opar_sim.studies), one protocol each: tune, shootout, refit, claims ---------
+
+# --- the studies (opar_sim.studies), one protocol each: ablation, sprt, detectors, relay, memory

@@ -38,9 +38,9 @@ from opar_sim.core.extras import install_hint
 from opar_sim.core.loop import run_episode
 from opar_sim.core.seeding import episode_seed
 from opar_sim.core.types import ControlSignal, Decision, EpisodeResult, Evaluation
-from opar_sim.experiment.build import build
-from opar_sim.experiment.rundir import episode_row
-from opar_sim.experiment.spec import ExperimentSpec, Objective
+from opar_sim.rundir import episode_row
+from opar_sim.spec.build import build
+from opar_sim.spec.schema import ExperimentSpec, Objective
 
 try:
     import gymnasium

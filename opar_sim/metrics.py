@@ -1,10 +1,10 @@
 """The stable import path of the step-response metrics (docs/design.md §6).
 
 ``opar_sim.metrics.step_info`` is part of the contract; the metrics live in
-``opar_sim.analysis.metrics``.
+``opar_sim.measure.metrics``.
 """
 
-from opar_sim.analysis.metrics import (
+from opar_sim.measure.metrics import (
     EpisodeResponse,
     EstimateGap,
     StepInfo,

@@ -40,9 +40,9 @@ def catalogue() -> dict[str, list[Entry]]:
     import environments
     from environments.wrappers import WRAPPER_REGISTRY
     from opar_sim.agents.registry import AGENTS
-    from opar_sim.analysis.studies import STUDIES
     from opar_sim.core.guards import GUARDS
     from opar_sim.llm.config import BACKENDS
+    from opar_sim.studies.memory import STUDIES
 
     registries: dict[str, Registry[Any]] = {
         "agents": AGENTS,
@@ -68,9 +68,9 @@ def plugin_failures() -> list[tuple[str, str, str]]:
     from environments.registry import TASKS
     from environments.wrappers import WRAPPER_REGISTRY
     from opar_sim.agents.registry import AGENTS
-    from opar_sim.analysis.studies import STUDIES
     from opar_sim.core.guards import GUARDS
     from opar_sim.llm.config import BACKENDS
+    from opar_sim.studies.memory import STUDIES
 
     found: list[tuple[str, str, str]] = []
     for registry in (CONTROLLERS, TASKS, WRAPPER_REGISTRY, AGENTS, BACKENDS, GUARDS, STUDIES):

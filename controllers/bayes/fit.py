@@ -6,7 +6,7 @@ after the step, whether the task was complete, the plan's effective quality), an
 fit every rate of the chain as a line in the effective quality.  The lines of the
 categories of one source state are fitted on the same regressors, so they sum to 1
 (least squares on indicators); the model clips them at 0 and renormalises.
-This module is pure numpy: ``opar_sim.analysis.bayes_fit`` collects the steps.
+This module is pure numpy: ``opar_sim.calibration.bayes_fit`` collects the steps.
 """
 
 from __future__ import annotations

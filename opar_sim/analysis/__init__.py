@@ -1,4 +1,4 @@
-"""Analysis of runs: statistics, step-response and oscillation metrics, replay, calibration.
+"""Re-export shim (docs/design.md §6): the run analysis now lives in ``opar_sim.measure.run``.
 
 ``analyze``, ``RunAnalysis``, ``analyze_dir`` and ``analysis_cost`` (the CPU
 time of one analysis per episode, which the benchmarks report) are loaded on
@@ -13,7 +13,7 @@ __all__ = ["AnalysisCost", "RunAnalysis", "analysis_cost", "analyze", "analyze_d
 
 def __getattr__(name: str) -> Any:
     if name in __all__:
-        from opar_sim.analysis import run
+        from opar_sim.measure import run
 
         return getattr(run, name)
     raise AttributeError(f"module 'opar_sim.analysis' has no attribute {name!r}")

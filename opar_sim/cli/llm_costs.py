@@ -7,7 +7,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.markup import escape
 
-from opar_sim.experiment.rundir import LLM_SUMMARY_FILE, read_json
+from opar_sim.rundir import LLM_SUMMARY_FILE, read_json
 
 
 def print_llm_costs(out: Path, console: Console) -> None:

@@ -138,7 +138,7 @@ def _failed(exc: Exception, args: argparse.Namespace | None) -> int:
     types (pydantic) nor the executors (multiprocessing).
     """
     from opar_sim.core.errors import InputError
-    from opar_sim.experiment.executors import ExecutorError
+    from opar_sim.running.executors import ExecutorError
 
     if isinstance(exc, (InputError, ExecutorError)):
         _say(f"error: {exc}")

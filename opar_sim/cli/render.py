@@ -15,7 +15,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from opar_sim.experiment.spec import ExperimentSpec
+from opar_sim.spec.schema import ExperimentSpec
 
 
 def progress_bar(console: Console, unit: str = "episodes") -> Progress:

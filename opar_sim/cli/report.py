@@ -25,7 +25,6 @@ from typing import Any
 import orjson
 
 import opar_sim
-from opar_sim.analysis.run import RunAnalysis
 from opar_sim.cli.report_page import SCRIPT, STYLE
 from opar_sim.cli.tables import (
     analysis_outcomes,
@@ -33,20 +32,21 @@ from opar_sim.cli.tables import (
     outcome_table,
     response_table,
 )
-from opar_sim.experiment.rundir import (
-    EPISODES_FILE,
-    SPEC_FILE,
-    STEPS_FILE,
-    episode_key,
-    iter_episodes,
-    read_jsonl,
-)
 from opar_sim.figures import (
     CAPTIONS,
     FIGURE_DIR,
     read_index,
     thresholds,
     write_figures,
+)
+from opar_sim.measure.run import RunAnalysis
+from opar_sim.rundir import (
+    EPISODES_FILE,
+    SPEC_FILE,
+    STEPS_FILE,
+    episode_key,
+    iter_episodes,
+    read_jsonl,
 )
 
 REPLAY_GLOB = "replay_*.jsonl"

@@ -9,63 +9,14 @@ repeated trials.
 
 from __future__ import annotations
 
-import html
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
-from rich.table import Table
-from rich.text import Text
-
-from opar_sim.analysis.heterogeneity import Validation
-from opar_sim.analysis.run import RunAnalysis
-from opar_sim.analysis.stats import Estimate
-
-
-@dataclass(frozen=True)
-class TextTable:
-    """A titled table of formatted cells; the first column names the controller."""
-
-    title: str
-    columns: list[str]
-    rows: list[list[str]]
-    notes: list[str]
-    left: int = 1  # leading columns aligned left (names, descriptions); the rest right
-    bold: bool = True  # the first column in bold
-
-    def to_rich(self) -> Table:
-        """The table for the terminal."""
-        # cells, titles and notes are plain text: a value such as "[/]" is shown, not parsed
-        table = Table(
-            title=Text(self.title, style="table.title"),
-            title_justify="left",
-            caption=Text("\n".join(self.notes), style="table.caption"),
-            caption_justify="left",
-        )
-        for k, column in enumerate(self.columns):
-            if k == 0 and self.bold:
-                table.add_column(Text(column), style="bold", no_wrap=True)
-            elif k < self.left:
-                table.add_column(Text(column))
-            else:
-                table.add_column(Text(column), justify="right")
-        for row in self.rows:
-            table.add_row(*(Text(cell) for cell in row))
-        return table
-
-    def to_html(self) -> str:
-        """The table as an HTML fragment (the report)."""
-        head = "".join(f"<th>{html.escape(c)}</th>" for c in self.columns)
-        body = "".join(
-            "<tr>" + "".join(f"<td>{html.escape(cell)}</td>" for cell in row) + "</tr>"
-            for row in self.rows
-        )
-        notes = "".join(f"<li>{html.escape(n)}</li>" for n in self.notes)
-        return (
-            f"<table><caption>{html.escape(self.title)}</caption><thead><tr>{head}</tr></thead>"
-            f"<tbody>{body}</tbody></table><ul class='notes'>{notes}</ul>"
-        )
+from opar_sim.calibration.heterogeneity import Validation
+from opar_sim.measure.run import RunAnalysis
+from opar_sim.measure.stats import Estimate
+from opar_sim.measure.table import TextTable
 
 
 def _num(value: float, fmt: str = ".1f") -> str:

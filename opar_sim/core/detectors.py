@@ -5,7 +5,7 @@ Each detector keeps a *score* that it updates from every finished step
 then turns a CONTINUE into a REPLAN ("stall: <name>"), never a TERMINATE.
 All are off by default (``GuardsSpec.detectors``).  ``opar-sim detectors``
 scores each against the simulator's truth of being stuck
-(``opar_sim.analysis.detectors``).
+(``opar_sim.studies.detectors``).
 
 ================  ===========================================================  =========
 name              score                                                        threshold

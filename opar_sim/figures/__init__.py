@@ -1,7 +1,7 @@
 """The figures of a run, built headless from its analysis, returned and saved as PNG and SVG.
 
 ``write_figures(analysis, out)`` rebuilds all of them from a run directory's
-analysis (``opar_sim.analysis.run.analyze``) without rerunning anything.
+analysis (``opar_sim.measure.run.analyze``) without rerunning anything.
 
 Importing this package does not import matplotlib: the modules that draw
 (``convergence``, ``signals``, ...) are imported by the functions that draw,
@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import controllers
-from opar_sim.analysis.run import RunAnalysis
 from opar_sim.core.controller import TruthReader
-from opar_sim.experiment.rundir import EpisodeTrace, find_trace, read_json, write_json
+from opar_sim.measure.run import RunAnalysis
+from opar_sim.rundir import EpisodeTrace, find_trace, read_json, write_json
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

@@ -11,8 +11,8 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from matplotlib.ticker import MaxNLocator
 
-from opar_sim.experiment.rundir import EpisodeTrace
 from opar_sim.figures.style import controller_colors, new_figure, padded
+from opar_sim.rundir import EpisodeTrace
 
 TIME_POINTS = 200
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from opar_sim.analysis.stopping import LawResult
 from opar_sim.figures.style import new_figure, save
+from opar_sim.traces.stopping import LawResult
 
 
 def frontier_figure(results: Sequence[LawResult], out: Path, title: str) -> Path:

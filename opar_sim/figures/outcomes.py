@@ -8,8 +8,8 @@ from typing import Any
 import numpy as np
 from matplotlib.figure import Figure
 
-from opar_sim.analysis.run import ControllerMetrics
 from opar_sim.figures.style import controller_colors, new_figure, outcome_color, outcome_order
+from opar_sim.measure.run import ControllerMetrics
 
 
 def outcomes_figure(metrics: Mapping[str, ControllerMetrics], title: str) -> Figure:

@@ -6,9 +6,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from opar_sim.core.reflexion import success_by_attempt
-from opar_sim.experiment.rundir import EpisodeTrace, iter_episodes, iter_traces
-from opar_sim.experiment.rundir.columns import read_step_columns
-from opar_sim.experiment.spec import ExperimentSpec
+from opar_sim.rundir import EpisodeTrace, iter_episodes, iter_traces
+from opar_sim.rundir.columns import read_step_columns
+from opar_sim.spec.schema import ExperimentSpec
 
 FIGURE_EPISODES = 2000  # episodes per controller drawn in the convergence figure
 

@@ -13,9 +13,9 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from matplotlib.ticker import MaxNLocator
 
-from opar_sim.experiment.rundir import EpisodeTrace
 from opar_sim.figures import RASTER_EPISODES  # defined where no matplotlib is imported
 from opar_sim.figures.style import SIGNAL_COLORS, controller_colors, new_figure
+from opar_sim.rundir import EpisodeTrace
 
 PHASE_EPISODES = 8
 _CODES = {"continue": 1, "replan": 2, "terminate": 3}

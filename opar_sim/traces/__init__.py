@@ -3,7 +3,7 @@
 A parser per format (``formats``) turns a file of recorded conversations into
 ``Conversation`` records; ``importer`` turns those into the rows of a run
 directory (one episode per run, one step per assistant turn) and writes them
-through ``opar_sim.experiment.rundir``.  See docs/traces.md.
+through ``opar_sim.rundir``.  See docs/traces.md.
 """
 
 from opar_sim.traces.formats import FORMATS, Conversation, TraceFormatError, parse_file

@@ -19,9 +19,9 @@ from typing import Any
 
 import numpy as np
 
-from opar_sim.analysis.stats import pass_hat_k
-from opar_sim.analysis.stopping import Law, LawResult, evaluate, load_costs
-from opar_sim.experiment.rundir import iter_episodes, read_spec
+from opar_sim.measure.stats import pass_hat_k
+from opar_sim.rundir import iter_episodes, read_spec
+from opar_sim.traces.stopping import Law, LawResult, evaluate, load_costs
 
 MAX_K = 4
 

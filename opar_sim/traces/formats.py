@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from opar_sim.experiment.spec import SpecError
+from opar_sim.spec.schema import SpecError
 
 ROLES = ("system", "user", "assistant", "tool")
 

@@ -27,8 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from opar_sim.analysis.stats import Summary
-from opar_sim.experiment.rundir import (
+from opar_sim.measure.stats import Summary
+from opar_sim.rundir import (
     EPISODES_FILE,
     STEPS_FILE,
     SUMMARY_FILE,

@@ -14,13 +14,13 @@ from opar_sim.core.limits import Limits
 from opar_sim.core.loop import run_episode
 from opar_sim.core.seeding import episode_seed
 from opar_sim.core.types import ControlSignal, Decision
-from opar_sim.experiment.build import build, parse_spec
-from opar_sim.experiment.rundir.rows import episode_row
-from opar_sim.experiment.spec import SpecError
 from opar_sim.llm import BackendUnavailable, ScriptedBackend
 from opar_sim.llm.config import GenerationSpeed
 from opar_sim.llm.prompts import describe_tool
 from opar_sim.llm.schemas import action_schema
+from opar_sim.rundir.rows import episode_row
+from opar_sim.spec.build import build, parse_spec
+from opar_sim.spec.schema import SpecError
 from tests.agents.llm_fakes import (
     Responder,
     action_reply,
@@ -278,9 +278,9 @@ def test_bad_llm_settings_name_the_key(agent, message):
 
 
 def test_agent_llm_on_a_simulated_spec_uses_the_embedded_model_by_default():
-    from opar_sim.experiment.build import load_spec
-    from opar_sim.experiment.edit import with_overrides
     from opar_sim.llm.llamacpp_backend import LlamaCppBackend
+    from opar_sim.spec.build import load_spec
+    from opar_sim.spec.edit import with_overrides
 
     path = EXPERIMENTS / "weather.toml"
     agent = build(with_overrides(load_spec(path), agent="llm")).make_agent()
@@ -290,7 +290,7 @@ def test_agent_llm_on_a_simulated_spec_uses_the_embedded_model_by_default():
 
 def test_the_simulated_path_never_imports_an_llm_client():
     code = (
-        "import sys, opar_sim.cli.main, opar_sim.experiment.runner, opar_sim.experiment.spec;"
+        "import sys, opar_sim.cli.main, opar_sim.running.runner, opar_sim.spec.schema;"
         "print(sorted(m for m in ('ollama', 'httpx', 'llama_cpp') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

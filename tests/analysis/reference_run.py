@@ -1,6 +1,6 @@
 """The per-episode run analysis as it was before the lockstep arrays: the test's reference.
 
-This is ``opar_sim.analysis.run`` as of commit 454012b (each episode streamed
+This is ``opar_sim.measure.run`` as of commit 454012b (each episode streamed
 from ``iter_traces`` and measured by the 1-D functions of ``metrics`` and
 ``oscillation``), kept only here so ``test_run_arrays`` can check that the
 array analysis writes the same numbers.  Its docstring follows.
@@ -29,20 +29,20 @@ from typing import Any
 
 import numpy as np
 
-from opar_sim.analysis.metrics import episode_response, step_info
-from opar_sim.analysis.oscillation import action_cycles as find_cycles
-from opar_sim.analysis.oscillation import damping, replan_rhythm, trend_sign_changes
-from opar_sim.analysis.run import ControllerMetrics, EpisodeMetrics
-from opar_sim.analysis.stats import (
+from opar_sim.core.frames import to_frame
+from opar_sim.measure.metrics import episode_response, step_info
+from opar_sim.measure.oscillation import action_cycles as find_cycles
+from opar_sim.measure.oscillation import damping, replan_rhythm, trend_sign_changes
+from opar_sim.measure.run import ControllerMetrics, EpisodeMetrics
+from opar_sim.measure.stats import (
     Estimate,
     bootstrap_mean,
     paired_difference,
     pass_hat_ks,
     success_histogram,
 )
-from opar_sim.analysis.stats import success_rate as proportion
-from opar_sim.core.frames import to_frame
-from opar_sim.experiment.rundir import (
+from opar_sim.measure.stats import success_rate as proportion
+from opar_sim.rundir import (
     EpisodeTrace,
     check_run_dir,
     episode_key,
@@ -50,7 +50,7 @@ from opar_sim.experiment.rundir import (
     iter_traces,
     read_spec,
 )
-from opar_sim.experiment.spec import ExperimentSpec
+from opar_sim.spec.schema import ExperimentSpec
 
 ORACLE = "oracle"
 BAYES = "bayes"  # the Bayes-optimal law: the ceiling of laws that read only the observations

@@ -19,12 +19,12 @@ from pathlib import Path
 import pytest
 from scipy.stats import norm
 
-from opar_sim.analysis.advise import cap_table
-from opar_sim.analysis.stopping import load_costs
-from opar_sim.experiment.build import load_spec
-from opar_sim.experiment.edit import apply_changes
-from opar_sim.experiment.rundir import read_jsonl
-from opar_sim.experiment.runner import run_experiment, run_many
+from opar_sim.rundir import read_jsonl
+from opar_sim.running.runner import run_experiment, run_many
+from opar_sim.spec.build import load_spec
+from opar_sim.spec.edit import apply_changes
+from opar_sim.traces.advise import cap_table
+from opar_sim.traces.stopping import load_costs
 from tests.conftest import SPEC
 
 # long enough that no run stops on time or tokens before 40 steps

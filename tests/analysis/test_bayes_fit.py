@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from controllers.bayes import BayesReflector, model_from
 from controllers.bayes.fit import state_of
-from opar_sim.analysis.bayes_fit import labelled_steps
-from opar_sim.experiment.build import build, load_spec
-from opar_sim.experiment.edit import apply_changes
-from opar_sim.experiment.runner import simulate
+from opar_sim.calibration.bayes_fit import labelled_steps
+from opar_sim.running.runner import simulate
+from opar_sim.spec.build import build, load_spec
+from opar_sim.spec.edit import apply_changes
 
 
 def test_labelled_steps_are_the_laws_own_episodes_with_their_labels() -> None:

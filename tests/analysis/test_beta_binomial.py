@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.stats import betabinom
 
-from opar_sim.analysis.calibration import beta_binomial_fit
+from opar_sim.calibration.direct import beta_binomial_fit
 
 ALPHA, BETA = 2.7, 1.8  # unimodal, α + β = 4.5, mean 0.6
 

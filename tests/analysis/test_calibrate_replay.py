@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from opar_sim.analysis.calibration import check, fit, refine
-from opar_sim.analysis.recorded import load_run
-from opar_sim.analysis.replay import replay
+from opar_sim.calibration.direct import check, fit, refine
 from opar_sim.cli.main import main
-from opar_sim.experiment.spec import ControllerSpec
+from opar_sim.spec.schema import ControllerSpec
+from opar_sim.traces.recorded import load_run
+from opar_sim.traces.replay import replay
 from tests.conftest import SPEC
 
 
@@ -160,7 +160,7 @@ class _StopAtOnce:
     ],
 )
 def test_a_replayed_stop_is_judged_like_the_loop(give_up, feasible, progress, outcome):
-    from opar_sim.analysis.replay import replay_episode
+    from opar_sim.traces.replay import replay_episode
 
     row = {
         "plan_id": 1,

@@ -8,7 +8,8 @@ import math
 import pytest
 from scipy import stats as sps
 
-from opar_sim.analysis.claims import (
+from opar_sim.running.executors import ExecutorConfig, open_executor
+from opar_sim.studies.claims import (
     EVAL_SEEDS,
     NOT_SIGNIFICANT,
     SUPPORTED,
@@ -24,8 +25,7 @@ from opar_sim.analysis.claims import (
     verdict,
     write_claims,
 )
-from opar_sim.analysis.shootout import HOLDOUT_SEED, TRAIN_SEED
-from opar_sim.experiment.executors import ExecutorConfig, open_executor
+from opar_sim.studies.shootout import HOLDOUT_SEED, TRAIN_SEED
 from tests.conftest import EXPERIMENTS
 
 ROOT = EXPERIMENTS.parent
@@ -100,7 +100,7 @@ def test_learning_counts_a_world_solved_by_an_attempt():
 
 def test_format_points_percent_and_plain():
     c = {x.id: x for x in claims()}
-    from opar_sim.analysis.claims import ClaimResult
+    from opar_sim.studies.claims import ClaimResult
 
     r = ClaimResult(c["oracle_beats_pid"], Value(0.129, 0.108, 0.152, 1200), SUPPORTED)
     assert format_value(r) == ("+12.9 pts", "+10.8 to +15.2")

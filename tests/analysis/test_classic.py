@@ -7,7 +7,8 @@ import math
 
 import pytest
 
-from opar_sim.analysis.classic import (
+from opar_sim.cli.main import main
+from opar_sim.studies.relay import (
     PIDGains,
     closed_loop,
     iae,
@@ -16,7 +17,6 @@ from opar_sim.analysis.classic import (
     tyreus_luyben,
     ziegler_nichols,
 )
-from opar_sim.cli.main import main
 
 
 def test_ziegler_nichols_and_tyreus_luyben_rules():

@@ -7,7 +7,9 @@ import json
 import pytest
 
 from controllers.registry import CONTROLLERS
-from opar_sim.analysis.defaults import (
+from opar_sim.cli.main import main
+from opar_sim.spec.schema import ParamRange
+from opar_sim.studies.refit import (
     RECORD,
     SPECS,
     TUNING_SEED,
@@ -16,9 +18,7 @@ from opar_sim.analysis.defaults import (
     shipped_defaults,
     significant,
 )
-from opar_sim.analysis.shootout import HOLDOUT_SEED
-from opar_sim.cli.main import main
-from opar_sim.experiment.spec import ParamRange
+from opar_sim.studies.shootout import HOLDOUT_SEED
 from tests.conftest import ROOT
 
 

@@ -6,7 +6,11 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from opar_sim.analysis.detectors import (
+from opar_sim.core.detectors import DETECTORS, SameCall
+from opar_sim.measure.stats import median_interval, wilson_interval
+from opar_sim.running.runner import simulate
+from opar_sim.spec.build import parse_spec
+from opar_sim.studies.detectors import (
     THRESHOLDS,
     best,
     score_detectors,
@@ -15,10 +19,6 @@ from opar_sim.analysis.detectors import (
     spells,
     stuck_steps,
 )
-from opar_sim.analysis.stats import median_interval, wilson_interval
-from opar_sim.core.detectors import DETECTORS, SameCall
-from opar_sim.experiment.build import parse_spec
-from opar_sim.experiment.runner import simulate
 
 
 def test_stuck_is_a_run_of_k_steps_without_hidden_progress():

@@ -16,11 +16,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from opar_sim.analysis import heterogeneity as h
+from opar_sim.calibration import heterogeneity as h
 from opar_sim.cli.main import main
-from opar_sim.experiment.build import load_spec
-from opar_sim.experiment.edit import apply_changes
-from opar_sim.experiment.runner import run_experiment
+from opar_sim.running.runner import run_experiment
+from opar_sim.spec.build import load_spec
+from opar_sim.spec.edit import apply_changes
 from tests.conftest import EXPERIMENTS
 
 # the model without the latent task length (the shipped one has it, fitted to GPT-4o)

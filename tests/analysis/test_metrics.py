@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from opar_sim.analysis.metrics import episode_response, error_integrals, estimate_gap, step_info
+from opar_sim.measure.metrics import episode_response, error_integrals, estimate_gap, step_info
 
 T = np.linspace(0.0, 30.0, 601)
 

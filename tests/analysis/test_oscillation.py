@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from opar_sim.analysis.oscillation import (
+from opar_sim.measure.oscillation import (
     ActionCycle,
     action_cycles,
     damping,

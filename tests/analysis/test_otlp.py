@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from opar_sim.cli.main import main
-from opar_sim.experiment.rundir import iter_episodes, iter_steps, to_line
+from opar_sim.rundir import iter_episodes, iter_steps, to_line
 from tests.conftest import SPEC
 
 trace_service = pytest.importorskip(

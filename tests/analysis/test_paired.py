@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from opar_sim.analysis.paired import paired_against, paired_columns
-from opar_sim.experiment.spec import Objective
+from opar_sim.measure.paired import paired_against, paired_columns
+from opar_sim.spec.schema import Objective
 
 OBJ = Objective(failure=1.0, tokens=0.001)
 

@@ -31,15 +31,15 @@ from pathlib import Path
 import pytest
 
 import controllers
-from opar_sim.analysis.recorded import load_run
-from opar_sim.analysis.replay import CHECKABLE, replay, replay_episode
 from opar_sim.core.controller import ReflectContext
 from opar_sim.core.loop import run_episode
 from opar_sim.core.seeding import episode_seed
 from opar_sim.core.types import ControlSignal, Decision, Evaluation
-from opar_sim.experiment.build import build, load_spec
-from opar_sim.experiment.rundir import episode_key
-from opar_sim.experiment.runner import run_experiment
+from opar_sim.rundir import episode_key
+from opar_sim.running.runner import run_experiment
+from opar_sim.spec.build import build, load_spec
+from opar_sim.traces.recorded import load_run
+from opar_sim.traces.replay import CHECKABLE, replay, replay_episode
 from tests.conftest import EXPERIMENTS
 
 EPISODES = 40

@@ -19,12 +19,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from opar_sim.analysis.metrics import row_sums, segment_sums
-from opar_sim.analysis.oscillation import action_cycles, action_cycles_rows, damping, damping_rows
-from opar_sim.analysis.run import analyze, write_metrics
 from opar_sim.cli import main
-from opar_sim.experiment.rundir import iter_traces
-from opar_sim.experiment.rundir.columns import read_step_columns
+from opar_sim.measure.metrics import row_sums, segment_sums
+from opar_sim.measure.oscillation import action_cycles, action_cycles_rows, damping, damping_rows
+from opar_sim.measure.run import analyze, write_metrics
+from opar_sim.rundir import iter_traces
+from opar_sim.rundir.columns import read_step_columns
 from tests.analysis import reference_run
 from tests.conftest import EXPERIMENTS
 
@@ -148,7 +148,7 @@ def test_damping_rows_match_damping(rows: list[list[float]], tolerance: float):
 
 
 def test_a_malformed_step_row_is_named_by_file_line_and_field(tmp_path: Path):
-    from opar_sim.experiment.rundir import RunDirError
+    from opar_sim.rundir import RunDirError
 
     out = tmp_path / "run"
     argv = ["run", str(EXPERIMENTS / "flight_booking.toml"), "--episodes", "3", "--out", str(out)]
@@ -199,7 +199,7 @@ def _columns_equal(a, b) -> None:
 
 @pytest.mark.parametrize("name", ["flight_booking_trials", "team"])
 def test_step_columns_read_in_small_blocks_are_the_whole_files(tmp_path: Path, monkeypatch, name):
-    from opar_sim.experiment.rundir import columns as module
+    from opar_sim.rundir import columns as module
 
     out = tmp_path / name
     argv = ["run", str(EXPERIMENTS / f"{name}.toml"), "--episodes", "6", "--out", str(out)]

@@ -7,7 +7,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from opar_sim.analysis.sprt import (
+from opar_sim.measure.stats import clopper_pearson
+from opar_sim.running.runner import simulate
+from opar_sim.spec.build import load_spec
+from opar_sim.studies.sprt import (
     EVALUATION_SEED,
     TUNING_SEED,
     abandon_curve,
@@ -18,9 +21,6 @@ from opar_sim.analysis.sprt import (
     token_saving,
     with_controller,
 )
-from opar_sim.analysis.stats import clopper_pearson
-from opar_sim.experiment.build import load_spec
-from opar_sim.experiment.runner import simulate
 
 
 def test_clopper_pearson_at_the_edges_has_a_closed_form():

@@ -9,7 +9,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from opar_sim.analysis.stats import (
+from opar_sim.measure.stats import (
     bootstrap_mean,
     discordant,
     holm,

@@ -8,12 +8,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from opar_sim.analysis.advise import cap_table, restart_success, restarts, smallest_cap
-from opar_sim.analysis.stats import group_resample_counts, ratio_estimates
-from opar_sim.analysis.stopping import RunCost, evaluate, load_costs, parse_law, parse_laws
 from opar_sim.cli.main import main
-from opar_sim.experiment.spec import SpecError
+from opar_sim.measure.stats import group_resample_counts, ratio_estimates
+from opar_sim.spec.schema import SpecError
 from opar_sim.traces import import_traces
+from opar_sim.traces.advise import cap_table, restart_success, restarts, smallest_cap
+from opar_sim.traces.stopping import RunCost, evaluate, load_costs, parse_law, parse_laws
 from tests.tau_bench_data import tau_bench_file
 
 

@@ -9,8 +9,8 @@ import pytest
 
 import opar_sim
 from opar_sim.cli.main import main
-from opar_sim.experiment.rundir import RunDirError
-from opar_sim.experiment.spec import SpecError
+from opar_sim.rundir import RunDirError
+from opar_sim.spec.schema import SpecError
 from tests.conftest import SPEC
 
 PATIENT = textwrap.dedent(

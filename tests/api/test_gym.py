@@ -11,9 +11,9 @@ from gymnasium.utils.env_checker import check_env  # noqa: E402
 
 from opar_sim.core.loop import run_episode  # noqa: E402
 from opar_sim.core.seeding import episode_seed  # noqa: E402
-from opar_sim.experiment.build import build, load_spec  # noqa: E402
-from opar_sim.experiment.spec import Objective  # noqa: E402
 from opar_sim.gym import ACTIONS, ENV_ID, ReflectEnv  # noqa: E402
+from opar_sim.spec.build import build, load_spec  # noqa: E402
+from opar_sim.spec.schema import Objective  # noqa: E402
 from tests.conftest import SPEC  # noqa: E402
 
 

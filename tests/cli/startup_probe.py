@@ -28,7 +28,7 @@ def loaded() -> list[str]:
 
 def after_chunk(chunk: Any) -> list[str]:
     """Run a chunk of episodes as a pool worker does, then the watched modules present."""
-    from opar_sim.experiment.chunks import run_chunk
+    from opar_sim.running.chunks import run_chunk
 
     result = run_chunk(chunk)
     assert result.chunk == chunk

@@ -12,15 +12,15 @@ import pytest
 
 from controllers import registry
 from controllers.threshold import ThresholdReflector
-from opar_sim.analysis.run import analyze
 from opar_sim.cli.commands.compare_cmd import with_controllers
 from opar_sim.cli.main import main
 from opar_sim.cli.tables import comparison_table, response_table
-from opar_sim.experiment.build import load_spec, parse_spec
-from opar_sim.experiment.edit import with_overrides
-from opar_sim.experiment.rundir import iter_episodes, iter_steps, iter_traces
-from opar_sim.experiment.runner import run_experiment
 from opar_sim.figures import build_figures
+from opar_sim.measure.run import analyze
+from opar_sim.rundir import iter_episodes, iter_steps, iter_traces
+from opar_sim.running.runner import run_experiment
+from opar_sim.spec.build import load_spec, parse_spec
+from opar_sim.spec.edit import with_overrides
 from tests.conftest import SPEC
 
 FIGURES = ("convergence", "signals", "phase", "outcomes", "pareto", "pid_terms")

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from opar_sim.analysis.oscillation import replan_rhythm
-from opar_sim.analysis.run import analyze
 from opar_sim.cli.main import main
-from opar_sim.experiment.tune import Holdout, TuneResult
+from opar_sim.measure.oscillation import replan_rhythm
+from opar_sim.measure.run import analyze
+from opar_sim.running.search import Holdout, TuneResult
 from tests.conftest import EXPERIMENTS, SPEC
 
 

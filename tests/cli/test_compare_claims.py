@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from opar_sim.analysis.run import RunAnalysis, analyze
-from opar_sim.experiment.build import load_spec, parse_spec
-from opar_sim.experiment.edit import with_overrides
-from opar_sim.experiment.runner import run_experiment
+from opar_sim.measure.run import RunAnalysis, analyze
+from opar_sim.running.runner import run_experiment
+from opar_sim.spec.build import load_spec, parse_spec
+from opar_sim.spec.edit import with_overrides
 from tests.conftest import EXPERIMENTS
 
 SPEC = EXPERIMENTS / "compare_flight_booking.toml"

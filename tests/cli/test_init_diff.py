@@ -10,9 +10,9 @@ import sys
 import numpy as np
 import pytest
 
-from opar_sim.analysis.diff import diff_runs
-from opar_sim.analysis.stats import mcnemar_exact, wilson_interval
 from opar_sim.cli.main import main
+from opar_sim.measure.diff import diff_runs
+from opar_sim.measure.stats import mcnemar_exact, wilson_interval
 from tests.conftest import ROOT, SPEC
 
 

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from opar_sim.cli.main import main
-from opar_sim.experiment.rundir import iter_episodes, iter_steps
+from opar_sim.rundir import iter_episodes, iter_steps
 from tests.conftest import SPEC
 
 CHROMIUM = os.environ.get("OPAR_SIM_CHROMIUM", "/usr/bin/chromium")

@@ -7,6 +7,7 @@ import json
 import pytest
 
 from opar_sim.cli.main import main
+from opar_sim.studies.seeds import HOLDOUT_SEED
 from tests.conftest import SPEC
 
 
@@ -20,7 +21,7 @@ def test_a_tiny_shootout_runs_end_to_end_and_writes_its_files(tmp_path, capsys):
     data = json.loads((out / "shootout.json").read_text())
     assert (out / "shootout.png").stat().st_size > 0
     assert data["protocol"]["trials"] == 3 and data["protocol"]["train_seed"] == 100
-    assert data["protocol"]["holdout_seed"] == 1_000_003
+    assert data["protocol"]["holdout_seed"] == HOLDOUT_SEED
     assert {c["name"] for c in data["contenders"]} == {"pid", "threshold"}
     assert data["contenders"][0]["rank"] == 1
     for c in data["contenders"]:

@@ -7,6 +7,7 @@ import json
 import pytest
 
 from opar_sim.cli.main import main
+from opar_sim.studies.seeds import HOLDOUT_SEED, TUNING_SEED
 from tests.conftest import SPEC
 
 
@@ -30,7 +31,7 @@ def test_sprt_calibrates_measures_and_writes_its_files(tmp_path, capsys):
     assert main(argv) == 0
     assert "sprt: false abandons by step" in capsys.readouterr().out
     data = json.loads((out / "sprt.json").read_text())
-    assert data["calibration"]["seed"] == 100 and data["evaluation_seed"] == 1_000_003
+    assert data["calibration"]["seed"] == TUNING_SEED and data["evaluation_seed"] == HOLDOUT_SEED
     assert [a["bias"] for a in data["agents"]] == pytest.approx([0.05, -0.15, 0.25])
     assert (out / "false_abandons.png").stat().st_size > 0
 

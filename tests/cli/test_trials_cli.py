@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from opar_sim.analysis.run import analyze
 from opar_sim.cli.main import main
 from opar_sim.cli.tables import comparison_table, world_table
-from opar_sim.experiment.rundir import iter_episodes
+from opar_sim.measure.run import analyze
+from opar_sim.rundir import iter_episodes
 from tests.conftest import EXPERIMENTS
 
 SPEC = str(EXPERIMENTS / "flight_booking_trials.toml")

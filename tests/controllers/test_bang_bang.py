@@ -6,12 +6,12 @@ import pytest
 
 import controllers
 from controllers import check_controller
-from opar_sim.analysis.run import analyze
 from opar_sim.core.controller import ReflectContext
 from opar_sim.core.types import ControlSignal, Evaluation
-from opar_sim.experiment.build import load_spec
-from opar_sim.experiment.edit import apply_changes, with_overrides
-from opar_sim.experiment.runner import run_experiment
+from opar_sim.measure.run import analyze
+from opar_sim.running.runner import run_experiment
+from opar_sim.spec.build import load_spec
+from opar_sim.spec.edit import apply_changes, with_overrides
 from tests.conftest import EXPERIMENTS
 
 EPISODES = 100

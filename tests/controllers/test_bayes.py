@@ -388,10 +388,10 @@ def test_predicted_success_is_inside_the_simulators_interval_on_a_held_out_seed(
     it (83.5 %) it was outside those of seeds 200 and 300 and of the pool
     (docs/bayes.md, "Predicted against simulated").
     """
-    from opar_sim.analysis.stats import wilson_interval
-    from opar_sim.experiment.build import load_spec
-    from opar_sim.experiment.edit import apply_changes
-    from opar_sim.experiment.runner import simulate
+    from opar_sim.measure.stats import wilson_interval
+    from opar_sim.running.runner import simulate
+    from opar_sim.spec.build import load_spec
+    from opar_sim.spec.edit import apply_changes
 
     spec = load_spec("experiments/flight_booking.toml")
     spec = apply_changes(spec, {"controller": {"name": "bayes", "params": {}}}, "test")
@@ -414,7 +414,7 @@ def test_p_feasible_is_the_share_of_the_tasks_worlds_with_a_valid_flight(
     import simpy
 
     from environments.flight_booking import FlightBooking
-    from opar_sim.analysis.stats import wilson_interval
+    from opar_sim.measure.stats import wilson_interval
 
     task = FlightBooking(**params)
     n, feasible = 10_000, 0
@@ -481,8 +481,8 @@ def _info(max_steps: int = 20, objective: dict[str, float] | None = None):  # ty
 
 
 def test_the_build_binds_the_specs_model() -> None:
-    from opar_sim.experiment.build import build, load_spec
-    from opar_sim.experiment.edit import apply_changes
+    from opar_sim.spec.build import build, load_spec
+    from opar_sim.spec.edit import apply_changes
 
     spec = load_spec("experiments/flight_booking.toml")
     spec = apply_changes(
@@ -575,8 +575,8 @@ def test_more_failures_never_raise_the_value_of_continuing(a: int, b: int) -> No
 
 
 def test_bayes_refuses_a_task_its_model_does_not_describe():
-    from opar_sim.experiment.build import load_spec, parse_spec
-    from opar_sim.experiment.spec import SpecError
+    from opar_sim.spec.build import load_spec, parse_spec
+    from opar_sim.spec.schema import SpecError
     from tests.conftest import EXPERIMENTS
 
     data = load_spec(EXPERIMENTS / "research_qa_faults.toml").model_dump()

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import json
 
-from opar_sim.experiment.build import load_spec
-from opar_sim.experiment.edit import apply_changes, with_overrides
-from opar_sim.experiment.runner import run_experiment
+from opar_sim.running.runner import run_experiment
+from opar_sim.spec.build import load_spec
+from opar_sim.spec.edit import apply_changes, with_overrides
 from tests.conftest import SPEC
 
 

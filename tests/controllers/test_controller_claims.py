@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from opar_sim.experiment.build import load_spec, parse_spec
-from opar_sim.experiment.runner import run_experiment
+from opar_sim.running.runner import run_experiment
+from opar_sim.spec.build import load_spec, parse_spec
 from tests.conftest import EXPERIMENTS
 
 

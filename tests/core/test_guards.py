@@ -29,8 +29,8 @@ from opar_sim.core.loop import run_episode
 from opar_sim.core.seeding import episode_seed
 from opar_sim.core.supervisor import Supervisor
 from opar_sim.core.types import TRUNCATION_REASONS, StepRecord
-from opar_sim.experiment.build import parse_spec
-from opar_sim.experiment.spec import SpecError
+from opar_sim.spec.build import parse_spec
+from opar_sim.spec.schema import SpecError
 
 CONTINUE, REPLAN, TERMINATE = ControlSignal.CONTINUE, ControlSignal.REPLAN, ControlSignal.TERMINATE
 GOING = Decision(CONTINUE, "controller", {})

@@ -17,9 +17,9 @@ from opar_sim.core.loop import run_episode
 from opar_sim.core.reflexion import LongTermMemory, critique_of, run_attempts, success_by_attempt
 from opar_sim.core.seeding import episode_seed, streams
 from opar_sim.core.types import EpisodeResult
-from opar_sim.experiment.build import parse_spec
-from opar_sim.experiment.runner import run_experiment
-from opar_sim.experiment.spec import SpecError
+from opar_sim.running.runner import run_experiment
+from opar_sim.spec.build import parse_spec
+from opar_sim.spec.schema import SpecError
 from tests.conftest import EXPERIMENTS
 
 
@@ -216,7 +216,7 @@ def test_without_a_guardrail_the_same_booking_runs():
 
 
 def test_spec_guardrail_table_builds_a_guardrail():
-    from opar_sim.experiment.build import build
+    from opar_sim.spec.build import build
 
     parts = build(parse_spec({"name": "g", "guardrail": {"min_confidence": 0.7}}))
     assert parts.guardrail == Guardrail(min_confidence=0.7, constraints=True)

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from opar_sim.agents.simulated import SimulatedAgentParams
-from opar_sim.experiment.reference import COMMAND, main, render
-from opar_sim.experiment.spec import ExperimentSpec, LimitsSpec, TuneSpec
+from opar_sim.spec.reference import COMMAND, main, render
+from opar_sim.spec.schema import ExperimentSpec, LimitsSpec, TuneSpec
 from tests.conftest import ROOT
 
 REFERENCE = ROOT / "docs" / "spec-reference.md"

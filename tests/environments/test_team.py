@@ -16,7 +16,7 @@ from opar_sim.core.limits import Limits
 from opar_sim.core.loop import run_episode
 from opar_sim.core.seeding import episode_seed
 from opar_sim.core.types import Action
-from opar_sim.experiment.rundir import episode_lines
+from opar_sim.rundir import episode_lines
 
 
 def fresh_team(**params):

@@ -18,8 +18,8 @@ from opar_sim.core.limits import Limits
 from opar_sim.core.loop import run_episode
 from opar_sim.core.seeding import episode_seed, streams
 from opar_sim.core.types import Action
-from opar_sim.experiment.build import parse_spec
-from opar_sim.experiment.spec import SpecError
+from opar_sim.spec.build import parse_spec
+from opar_sim.spec.schema import SpecError
 
 TASKS = environments.names()
 WRAPPERS = wrapper_names()

@@ -21,10 +21,10 @@ import pytest
 
 from opar_sim.core.loop import run_episode
 from opar_sim.core.seeding import episode_seed
-from opar_sim.experiment.batch import check_batch, run_batch
-from opar_sim.experiment.build import build, load_spec
-from opar_sim.experiment.edit import with_overrides
-from opar_sim.experiment.spec import SpecError
+from opar_sim.engines.batch import check_batch, run_batch
+from opar_sim.spec.build import build, load_spec
+from opar_sim.spec.edit import with_overrides
+from opar_sim.spec.schema import SpecError
 
 ROOT = Path(__file__).resolve().parents[2]
 SPEC = ROOT / "experiments" / "flight_booking.toml"
@@ -159,7 +159,7 @@ def test_run_and_sweep_take_engine_batch(
 ) -> None:
     """``--engine batch`` writes the ordinary run files; a sweep gets one run per point."""
     from opar_sim.cli.main import main
-    from opar_sim.experiment.rundir import iter_episodes, read_json
+    from opar_sim.rundir import iter_episodes, read_json
 
     out = tmp_path / "run"
     assert (

@@ -8,7 +8,7 @@ import pytest
 
 from opar_sim.cli.commands import run_cmd
 from opar_sim.cli.main import main
-from opar_sim.experiment.executors import (
+from opar_sim.running.executors import (
     POOL_MIN_EPISODES,
     ExecutorConfig,
     SerialExecutor,

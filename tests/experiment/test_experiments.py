@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from opar_sim.experiment.build import load_spec
-from opar_sim.experiment.edit import with_overrides
-from opar_sim.experiment.runner import run_experiment
+from opar_sim.running.runner import run_experiment
+from opar_sim.spec.build import load_spec
+from opar_sim.spec.edit import with_overrides
 from tests.conftest import EXPERIMENTS
 
 SPECS = sorted(EXPERIMENTS.glob("*.toml"))

@@ -7,11 +7,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from opar_sim.experiment.build import load_spec
-from opar_sim.experiment.executors import ExecutorConfig, open_executor
-from opar_sim.experiment.rundir import EpisodeTrace
-from opar_sim.experiment.runner import run_experiment
 from opar_sim.figures.run import traces_from_files
+from opar_sim.rundir import EpisodeTrace
+from opar_sim.running.executors import ExecutorConfig, open_executor
+from opar_sim.running.runner import run_experiment
+from opar_sim.spec.build import load_spec
 from tests.conftest import EXPERIMENTS
 
 
@@ -69,8 +69,8 @@ def test_kept_traces_through_a_pool(tmp_path: Path):
 def test_result_trace_with_labels_is_the_files_trace(tmp_path: Path):
     from opar_sim.core.loop import run_episode
     from opar_sim.core.seeding import episode_seed
-    from opar_sim.experiment.build import build
-    from opar_sim.experiment.rundir import iter_traces, result_trace
+    from opar_sim.rundir import iter_traces, result_trace
+    from opar_sim.spec.build import build
 
     spec = load_spec(EXPERIMENTS / "compare_flight_booking.toml").model_copy(update={"episodes": 6})
     run_experiment(spec, tmp_path / "run")

@@ -6,12 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from opar_sim.experiment import build as build_module
-from opar_sim.experiment.build import load_spec, parse_spec
-from opar_sim.experiment.edit import apply_changes, changed, sweep_points, with_overrides
-from opar_sim.experiment.executors import SerialExecutor
-from opar_sim.experiment.spec import SpecError
-from opar_sim.experiment.sweep import run_sweep
+from opar_sim.running.executors import SerialExecutor
+from opar_sim.running.sweep import run_sweep
+from opar_sim.spec import build as build_module
+from opar_sim.spec.build import load_spec, parse_spec
+from opar_sim.spec.edit import apply_changes, changed, sweep_points, with_overrides
+from opar_sim.spec.schema import SpecError
 
 
 def test_changed_sets_and_removes_dotted_paths_on_a_copy():

@@ -12,12 +12,12 @@ from pathlib import Path
 import pytest
 
 from opar_sim.cli.main import main
-from opar_sim.experiment.build import load_spec, parse_spec
-from opar_sim.experiment.edit import sweep_points
-from opar_sim.experiment.executors import ExecutorConfig, open_executor
-from opar_sim.experiment.grid import SweepRange
-from opar_sim.experiment.runner import run_experiment
-from opar_sim.experiment.spec import SpecError
+from opar_sim.running.executors import ExecutorConfig, open_executor
+from opar_sim.running.runner import run_experiment
+from opar_sim.spec.build import load_spec, parse_spec
+from opar_sim.spec.edit import sweep_points
+from opar_sim.spec.grid import SweepRange
+from opar_sim.spec.schema import SpecError
 
 SWEEP = """
 name = "tiny_sweep"
@@ -168,7 +168,7 @@ def test_run_on_an_existing_dask_scheduler(tmp_path):
 
 
 def test_an_unreachable_scheduler_is_one_line_and_exit_2(tmp_path, capsys, monkeypatch):
-    monkeypatch.setattr("opar_sim.experiment.executors.DASK_CONNECT_TIMEOUT", "1s")
+    monkeypatch.setattr("opar_sim.running.executors.DASK_CONNECT_TIMEOUT", "1s")
     argv = [
         "run",
         write_spec(tmp_path),

@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from opar_sim.analysis.run import analyze
-from opar_sim.experiment.build import load_spec
-from opar_sim.experiment.edit import apply_changes, with_overrides
-from opar_sim.experiment.rundir import resume_point
-from opar_sim.experiment.runner import run_experiment
-from opar_sim.experiment.spec import ExperimentSpec, SpecError, validate_spec
+from opar_sim.measure.run import analyze
+from opar_sim.rundir import resume_point
+from opar_sim.running.runner import run_experiment
+from opar_sim.spec.build import load_spec
+from opar_sim.spec.edit import apply_changes, with_overrides
+from opar_sim.spec.schema import ExperimentSpec, SpecError, validate_spec
 from tests.conftest import EXPERIMENTS
 
 WORLDS = 8

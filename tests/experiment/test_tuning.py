@@ -8,9 +8,9 @@ import tomllib
 import pytest
 
 from opar_sim.cli.main import main
-from opar_sim.experiment.build import parse_spec
-from opar_sim.experiment.spec import Objective, ParamRange, SpecError, TuneSpec
-from opar_sim.experiment.tune import paired_bootstrap, toml_snippet, tune
+from opar_sim.running.search import paired_bootstrap, toml_snippet, tune
+from opar_sim.spec.build import parse_spec
+from opar_sim.spec.schema import Objective, ParamRange, SpecError, TuneSpec
 
 
 def row(success: bool, tokens: int = 0, replans: int = 0, steps: int = 10, episode: int = 0):

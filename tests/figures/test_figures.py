@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 from matplotlib.quiver import Quiver
 
-from opar_sim.experiment.rundir import EpisodeTrace
 from opar_sim.figures.convergence import HOLD_RULE, convergence_figure
 from opar_sim.figures.outcomes import achievable_front
 from opar_sim.figures.signals import PHASE_EPISODES, median_path, phase_figure
+from opar_sim.rundir import EpisodeTrace
 
 
 def _trace(controller: str, episode: int, estimate: list[float]) -> EpisodeTrace:

@@ -7,9 +7,9 @@ from typing import Any
 import pytest
 
 from opar_sim.cli import main
-from opar_sim.experiment.build import load_spec
 from opar_sim.figures import convergence
 from opar_sim.figures import run as run_figures
+from opar_sim.spec.build import load_spec
 from tests.conftest import EXPERIMENTS
 
 

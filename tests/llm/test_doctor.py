@@ -7,8 +7,8 @@ import socket
 import pytest
 
 from opar_sim.cli.main import main
-from opar_sim.experiment.build import load_spec
 from opar_sim.llm.health import model_present
+from opar_sim.spec.build import load_spec
 from tests.conftest import EXPERIMENTS
 
 

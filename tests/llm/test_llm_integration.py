@@ -252,10 +252,10 @@ def test_an_unreachable_ollama_ends_episodes_as_backend_unavailable(tmp_path, mo
     # the CLI checks the backend first and runs nothing (tests/cli/test_cli_traps.py);
     # a backend lost during a run ends its episodes as error:backend_unavailable
     assert main(["run", spec, "--out", str(tmp_path / "cli")]) == 2
-    from opar_sim.experiment.build import load_spec
-    from opar_sim.experiment.executors import ExecutorConfig, open_executor
-    from opar_sim.experiment.rundir import prepare_out_dir
-    from opar_sim.experiment.runner import run_experiment
+    from opar_sim.rundir import prepare_out_dir
+    from opar_sim.running.executors import ExecutorConfig, open_executor
+    from opar_sim.running.runner import run_experiment
+    from opar_sim.spec.build import load_spec
 
     prepare_out_dir(tmp_path / "run")
     with open_executor(ExecutorConfig("serial", 1)) as executor:

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from opar_sim.experiment.rundir import RunDirError, rows
+from opar_sim.rundir import RunDirError, rows
 from tests.reliability.conftest import cli, tally
 
 _json_values = st.recursive(

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 import controllers
 from opar_sim.core.errors import InputError
-from opar_sim.experiment.build import load_spec
+from opar_sim.spec.build import load_spec
 from tests.conftest import EXPERIMENTS
 from tests.reliability.conftest import cli, tally
 

@@ -8,15 +8,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from opar_sim.analysis.stats import pass_hat_k
-from opar_sim.analysis.stopping import parse_laws
 from opar_sim.cli.main import main
-from opar_sim.experiment.build import load_spec
-from opar_sim.experiment.edit import apply_changes
-from opar_sim.experiment.rundir import read_jsonl
-from opar_sim.experiment.runner import run_experiment
+from opar_sim.measure.stats import pass_hat_k
+from opar_sim.rundir import read_jsonl
+from opar_sim.running.runner import run_experiment
+from opar_sim.spec.build import load_spec
+from opar_sim.spec.edit import apply_changes
 from opar_sim.traces import import_traces
 from opar_sim.traces.compare import profile
+from opar_sim.traces.stopping import parse_laws
 from tests.conftest import EXPERIMENTS
 from tests.tau_bench_data import tau_bench_file
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from opar_sim.cli.main import main
-from opar_sim.experiment.rundir import read_json, read_jsonl
+from opar_sim.rundir import read_json, read_jsonl
 from opar_sim.traces import TraceFormatError, import_traces, parse_file
 from opar_sim.traces.importer import args_hash, is_write_action
 from tests.tau_bench_data import tau_bench_file

@@ -1,6 +1,6 @@
 """``opar-sim ablate SPEC``: the PID's terms switched off one by one, paired against the full law.
 
-The arms are ``opar_sim.analysis.ablation``'s: PID, PI (kd = 0), PD (ki = 0),
+The arms are ``opar_sim.studies.ablation``'s: PID, PI (kd = 0), PD (ki = 0),
 P (ki = kd = 0) and I (kp = kd = 0), each with ``settle_count`` 2 and 1, on the
 same held-out episodes; each against the full law with settle count 2.
 """
@@ -17,15 +17,6 @@ from rich.console import Console
 from rich.markup import escape
 
 from controllers.registry import CONTROLLERS
-from opar_sim.analysis.ablation import (
-    HOLDOUT_SEED,
-    ArmResult,
-    ablation_json,
-    arms,
-    gains_of,
-    pid_data,
-    score_arms,
-)
 from opar_sim.cli.commands.common import (
     add_executor_flags,
     default_out,
@@ -35,11 +26,20 @@ from opar_sim.cli.commands.common import (
 )
 from opar_sim.cli.render import progress_bar
 from opar_sim.cli.tables import TextTable
-from opar_sim.experiment.build import load_spec, parse_spec
-from opar_sim.experiment.executors import open_executor
-from opar_sim.experiment.rundir import prepare_out_dir, write_json
-from opar_sim.experiment.spec import Objective
-from opar_sim.experiment.tune import apply_params, executor_evaluate
+from opar_sim.rundir import prepare_out_dir, write_json
+from opar_sim.running.executors import open_executor
+from opar_sim.running.search import apply_params, executor_evaluate
+from opar_sim.spec.build import load_spec, parse_spec
+from opar_sim.spec.schema import Objective
+from opar_sim.studies.ablation import (
+    HOLDOUT_SEED,
+    ArmResult,
+    ablation_json,
+    arms,
+    gains_of,
+    pid_data,
+    score_arms,
+)
 
 NAME = "ablate"
 HELP = "switch the PID's terms off one by one (P, PI, PD, I; settle 1 or 2), paired against it"

@@ -1,6 +1,6 @@
 """``opar-sim advise RUNDIR``: which cap keeps my successes, and does restarting pay?
 
-Reads an imported or a simulated run (``opar_sim.analysis.advise``): for every turn,
+Reads an imported or a simulated run (``opar_sim.traces.advise``): for every turn,
 tool-call and token cap from 1 to the longest run, the success kept and the cost saved
 (exact: a cap only cuts a recorded prefix), the smallest cap keeping ``--share`` of the
 successes, and restarting at a cutoff against continuing (a model of fresh attempts,
@@ -15,7 +15,11 @@ from pathlib import Path
 import numpy as np
 from rich.console import Console
 
-from opar_sim.analysis.advise import (
+from opar_sim.cli.commands.common import UsageError, int_at_least
+from opar_sim.cli.tables import TextTable
+from opar_sim.measure.stats import Estimate
+from opar_sim.rundir import write_json
+from opar_sim.traces.advise import (
     CAP_SIGNALS,
     CapRow,
     cap_table,
@@ -23,11 +27,7 @@ from opar_sim.analysis.advise import (
     smallest_cap,
     time_to_success,
 )
-from opar_sim.analysis.stats import Estimate
-from opar_sim.analysis.stopping import load_costs
-from opar_sim.cli.commands.common import UsageError, int_at_least
-from opar_sim.cli.tables import TextTable
-from opar_sim.experiment.rundir import write_json
+from opar_sim.traces.stopping import load_costs
 
 NAME = "advise"
 HELP = "the cap that keeps a share of the successes, and whether restarting beats continuing"

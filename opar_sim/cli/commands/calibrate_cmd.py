@@ -28,23 +28,23 @@ from typing import Any
 
 from rich.console import Console
 
-from opar_sim.analysis.calibration import Calibration, check, fit, refine, simulated_spec
-from opar_sim.analysis.heterogeneity import (
+from opar_sim.calibration.direct import Calibration, check, fit, refine, simulated_spec
+from opar_sim.calibration.heterogeneity import (
     LENGTH_GRID,
     Validation,
     build_table,
     load_record,
     table_cells,
 )
-from opar_sim.analysis.heterogeneity import validate as validate_record
-from opar_sim.analysis.recorded import RecordedRun, load_run
+from opar_sim.calibration.heterogeneity import validate as validate_record
 from opar_sim.cli.commands.common import int_at_least
 from opar_sim.cli.render import progress_bar
 from opar_sim.cli.tables import validation_table
-from opar_sim.experiment.build import load_spec
-from opar_sim.experiment.edit import apply_changes
-from opar_sim.experiment.rundir import write_bytes, write_json
-from opar_sim.experiment.spec import ExperimentSpec, SpecError
+from opar_sim.rundir import write_bytes, write_json
+from opar_sim.spec.build import load_spec
+from opar_sim.spec.edit import apply_changes
+from opar_sim.spec.schema import ExperimentSpec, SpecError
+from opar_sim.traces.recorded import RecordedRun, load_run
 
 NAME = "calibrate"
 HELP = "fit the simulated agent to a record (LLM run or imported) and check it on held-out tasks"

@@ -1,6 +1,6 @@
 """``opar-sim claims [--quick] [--out DIR]``: every number the docs state, regenerated.
 
-The claims are defined in ``opar_sim.analysis.claims`` (sentence, shipped
+The claims are defined in ``opar_sim.studies.claims`` (sentence, shipped
 specs and overrides, seeds, measure); this command runs their arms on the
 evaluation seeds, prints the claims table and writes ``claims.json``.
 """
@@ -14,7 +14,17 @@ from pathlib import Path
 from rich.console import Console
 from rich.markup import escape
 
-from opar_sim.analysis.claims import (
+from opar_sim.cli.commands.common import (
+    UsageError,
+    add_executor_flags,
+    default_out,
+    executor_config,
+)
+from opar_sim.cli.render import progress_bar
+from opar_sim.cli.tables import TextTable
+from opar_sim.rundir import prepare_out_dir
+from opar_sim.running.executors import open_executor
+from opar_sim.studies.claims import (
     EPISODES,
     EVAL_SEEDS,
     QUICK_EPISODES,
@@ -25,16 +35,6 @@ from opar_sim.analysis.claims import (
     run_claims,
     write_claims,
 )
-from opar_sim.cli.commands.common import (
-    UsageError,
-    add_executor_flags,
-    default_out,
-    executor_config,
-)
-from opar_sim.cli.render import progress_bar
-from opar_sim.cli.tables import TextTable
-from opar_sim.experiment.executors import open_executor
-from opar_sim.experiment.rundir import prepare_out_dir
 
 NAME = "claims"
 HELP = "regenerate every number the docs state (docs/results.md), with intervals and verdicts"

@@ -6,9 +6,9 @@ import argparse
 from pathlib import Path
 
 from opar_sim.core.errors import InputError
-from opar_sim.experiment.executors import ExecutorConfig
-from opar_sim.experiment.rundir import default_run_dir
-from opar_sim.experiment.spec import ExperimentSpec
+from opar_sim.rundir import default_run_dir
+from opar_sim.running.executors import ExecutorConfig
+from opar_sim.spec.schema import ExperimentSpec
 
 
 class UsageError(InputError):

@@ -7,7 +7,6 @@ import argparse
 from rich.console import Console
 from rich.markup import escape
 
-from opar_sim.analysis.run import analyze, write_metrics
 from opar_sim.cli.commands.common import (
     UsageError,
     add_confirm_flag,
@@ -16,8 +15,9 @@ from opar_sim.cli.commands.common import (
 )
 from opar_sim.cli.commands.run_cmd import execute
 from opar_sim.cli.tables import comparison_table, response_table, world_table
-from opar_sim.experiment.build import load_spec
-from opar_sim.experiment.edit import with_controllers, with_overrides
+from opar_sim.measure.run import analyze, write_metrics
+from opar_sim.spec.build import load_spec
+from opar_sim.spec.edit import with_controllers, with_overrides
 
 NAME = "compare"
 HELP = "run several controllers on the same seeds, print one table and write the figures"

@@ -2,7 +2,7 @@
 
 The spec's controller runs the episodes; every detector of
 ``opar_sim.core.detectors`` watches them passively at every threshold of
-``opar_sim.analysis.detectors.THRESHOLDS``.  Each detector's best threshold
+``opar_sim.studies.detectors.THRESHOLDS``.  Each detector's best threshold
 (highest F1) is chosen on as many tuning episodes (seed 100) and scored,
 like the default, on the evaluation episodes (the spec's seed, or
 ``--seed``): no number of the table comes from the episodes that chose it.
@@ -20,14 +20,14 @@ from typing import Any
 
 from rich.console import Console
 
-from opar_sim.analysis.detectors import STUCK_K, TUNING_SEED, Score, best, score_detectors
 from opar_sim.cli.commands.common import UsageError, default_out, int_at_least
 from opar_sim.cli.tables import TextTable
 from opar_sim.core.detectors import DETECTORS
-from opar_sim.experiment.build import load_spec
-from opar_sim.experiment.edit import with_overrides
-from opar_sim.experiment.rundir import prepare_out_dir, write_json
-from opar_sim.experiment.runner import simulate
+from opar_sim.rundir import prepare_out_dir, write_json
+from opar_sim.running.runner import simulate
+from opar_sim.spec.build import load_spec
+from opar_sim.spec.edit import with_overrides
+from opar_sim.studies.detectors import STUCK_K, TUNING_SEED, Score, best, score_detectors
 
 NAME = "detectors"
 HELP = "score the stall and loop detectors (precision, recall, delay) against the stuck truth"

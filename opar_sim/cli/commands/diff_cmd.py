@@ -9,11 +9,11 @@ from pathlib import Path
 
 from rich.console import Console
 
-from opar_sim.analysis.diff import RunDiff, diff_runs
-from opar_sim.analysis.stats import Estimate
 from opar_sim.cli.commands.common import UsageError
 from opar_sim.cli.tables import TextTable
-from opar_sim.experiment.rundir import RunDirError
+from opar_sim.measure.diff import RunDiff, diff_runs
+from opar_sim.measure.stats import Estimate
+from opar_sim.rundir import RunDirError
 
 NAME = "diff"
 HELP = "compare two run directories per controller (B - A, paired on the episodes both hold)"

@@ -13,9 +13,9 @@ import argparse
 from rich.console import Console
 from rich.markup import escape
 
-from opar_sim.experiment.build import load_spec
 from opar_sim.llm.config import BackendSpec
 from opar_sim.llm.health import check_backends, check_ollama
+from opar_sim.spec.build import load_spec
 
 NAME = "doctor"
 HELP = "check the configured LLM backends (Ollama reachable, models present)"

@@ -8,9 +8,9 @@ from pathlib import Path
 import orjson
 from rich.console import Console
 
-from opar_sim.analysis.otlp import otlp_spans
 from opar_sim.cli.commands.common import UsageError
-from opar_sim.experiment.rundir import RunDirError, check_run_dir
+from opar_sim.rundir import RunDirError, check_run_dir
+from opar_sim.traces.otlp import otlp_spans
 
 NAME = "export"
 HELP = "write a run's episodes as OpenTelemetry/OpenInference spans (OTLP JSON)"

@@ -8,9 +8,9 @@ from pathlib import Path
 from rich.console import Console
 from rich.markup import escape
 
-from opar_sim.analysis.run import RunAnalysis, analyze
 from opar_sim.cli.commands.common import UsageError, int_at_least
-from opar_sim.experiment.rundir import RunDirError
+from opar_sim.measure.run import RunAnalysis, analyze
+from opar_sim.rundir import RunDirError
 
 NAME = "plot"
 HELP = "rebuild the figures of a run directory (PNG and SVG) without rerunning"

@@ -1,6 +1,6 @@
 """``opar-sim refit``: re-fit every controller's defaults on the tuning seed, check held out.
 
-The protocol is ``opar_sim.analysis.defaults``': the two shoot-out tasks, the
+The protocol is ``opar_sim.studies.refit``': the two shoot-out tasks, the
 tuning seed 100, the same Optuna budget for every controller, the previous
 defaults as the first trial, the best rounded to two significant digits and
 compared with the previous defaults on held-out seeds.  ``--write`` stores
@@ -16,16 +16,6 @@ from pathlib import Path
 from rich.console import Console
 
 from controllers.registry import CONTROLLERS
-from opar_sim.analysis.defaults import (
-    OBJECTIVE,
-    RECORD,
-    SPECS,
-    TUNING_SEED,
-    Refit,
-    pooled,
-    refit,
-)
-from opar_sim.analysis.shootout import EXCLUDED, HOLDOUT_SEED, contender_data
 from opar_sim.cli.commands.common import (
     UsageError,
     add_executor_flags,
@@ -34,10 +24,20 @@ from opar_sim.cli.commands.common import (
 )
 from opar_sim.cli.render import progress_bar
 from opar_sim.cli.tables import TextTable
-from opar_sim.experiment.build import load_spec, parse_spec
-from opar_sim.experiment.executors import open_executor
-from opar_sim.experiment.rundir import write_json
-from opar_sim.experiment.tune import executor_evaluate
+from opar_sim.rundir import write_json
+from opar_sim.running.executors import open_executor
+from opar_sim.running.search import executor_evaluate
+from opar_sim.spec.build import load_spec, parse_spec
+from opar_sim.studies.refit import (
+    OBJECTIVE,
+    RECORD,
+    SPECS,
+    TUNING_SEED,
+    Refit,
+    pooled,
+    refit,
+)
+from opar_sim.studies.shootout import EXCLUDED, HOLDOUT_SEED, contender_data
 
 NAME = "refit"
 HELP = "re-fit every controller's defaults on the tuning seed and check them on held-out seeds"

@@ -10,7 +10,13 @@ from pathlib import Path
 from rich.console import Console
 from rich.markup import escape
 
-from opar_sim.analysis.classic import (
+from opar_sim.cli.commands.common import UsageError, default_out, int_at_least
+from opar_sim.cli.render import progress_bar
+from opar_sim.cli.tables import TextTable
+from opar_sim.rundir import prepare_out_dir
+from opar_sim.spec.build import load_spec
+from opar_sim.spec.edit import with_overrides
+from opar_sim.studies.relay import (
     Contender,
     closed_loop,
     relay_test,
@@ -18,12 +24,7 @@ from opar_sim.analysis.classic import (
     tyreus_luyben,
     ziegler_nichols,
 )
-from opar_sim.cli.commands.common import UsageError, default_out, int_at_least
-from opar_sim.cli.render import progress_bar
-from opar_sim.cli.tables import TextTable
-from opar_sim.experiment.build import load_spec
-from opar_sim.experiment.edit import with_overrides
-from opar_sim.experiment.rundir import prepare_out_dir
+from opar_sim.studies.seeds import HOLDOUT_SEED
 
 NAME = "relay"
 HELP = "relay test on the plant task: K_u, P_u, Ziegler-Nichols and Tyreus-Luyben gains"
@@ -84,7 +85,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
     }
     (out / "relay.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
     (out / "gains.toml").write_text(gains_toml(contenders), encoding="utf-8")
-    responses = {c.name: closed_loop(params, c.gains, 1_000_003, 0) for c in contenders}
+    responses = {c.name: closed_loop(params, c.gains, HOLDOUT_SEED, 0) for c in contenders}
     from opar_sim.figures import tuning  # matplotlib only when drawing
     from opar_sim.figures.style import save  # matplotlib only when drawing
 

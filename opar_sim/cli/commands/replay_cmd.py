@@ -1,9 +1,9 @@
 """``opar-sim replay RUNDIR --controller NAME | --laws LAWS``: other stopping on a recorded run.
 
 No model is called.  ``--controller``: the recorded evaluations of a simulated run are
-re-decided (see ``opar_sim.analysis.replay``); writes ``RUNDIR/replay_NAME.jsonl``, one
+re-decided (see ``opar_sim.traces.replay``); writes ``RUNDIR/replay_NAME.jsonl``, one
 line per episode.  ``--laws``: laws that read only what a trace shows (caps, repeated
-calls, tool errors, hand-offs; ``opar_sim.analysis.stopping``) cut each recorded run,
+calls, tool errors, hand-offs; ``opar_sim.traces.stopping``) cut each recorded run,
 exactly, on imported and simulated runs alike; prints the frontier table, writes
 ``RUNDIR/replay_laws.json`` and draws ``RUNDIR/frontier.png``.
 """
@@ -17,13 +17,13 @@ from typing import Any
 from rich.console import Console
 
 import controllers
-from opar_sim.analysis.recorded import load_run
-from opar_sim.analysis.replay import exactness, replay, tally
-from opar_sim.analysis.stopping import DEFAULT_LAWS, SIGNALS, UNOBSERVABLE, evaluate, load_costs
-from opar_sim.analysis.stopping import parse_laws as parse_stopping_laws
 from opar_sim.cli.commands.common import UsageError
 from opar_sim.cli.tables import TextTable
-from opar_sim.experiment.rundir import to_line, write_json
+from opar_sim.rundir import to_line, write_json
+from opar_sim.traces.recorded import load_run
+from opar_sim.traces.replay import exactness, replay, tally
+from opar_sim.traces.stopping import DEFAULT_LAWS, SIGNALS, UNOBSERVABLE, evaluate, load_costs
+from opar_sim.traces.stopping import parse_laws as parse_stopping_laws
 
 NAME = "replay"
 HELP = "re-decide a recorded run under another controller, without calling the model"

@@ -18,13 +18,13 @@ from opar_sim.cli.commands.common import (
 from opar_sim.cli.llm_costs import print_llm_costs
 from opar_sim.cli.render import is_llm, llm_steps, progress_bar
 from opar_sim.cli.tables import outcome_table, summary_table
-from opar_sim.experiment.batch import check_batch
-from opar_sim.experiment.build import load_spec
-from opar_sim.experiment.edit import with_overrides
-from opar_sim.experiment.executors import ExecutorConfig, fit_to_size, open_executor
-from opar_sim.experiment.rundir import prepare_out_dir
-from opar_sim.experiment.runner import RunResult, run_experiment
-from opar_sim.experiment.spec import ExperimentSpec
+from opar_sim.engines.batch import check_batch
+from opar_sim.rundir import prepare_out_dir
+from opar_sim.running.executors import ExecutorConfig, fit_to_size, open_executor
+from opar_sim.running.runner import RunResult, run_experiment
+from opar_sim.spec.build import load_spec
+from opar_sim.spec.edit import with_overrides
+from opar_sim.spec.schema import ExperimentSpec
 
 NAME = "run"
 HELP = "run an experiment spec and write a run directory"

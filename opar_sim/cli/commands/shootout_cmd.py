@@ -1,6 +1,6 @@
 """``opar-sim shootout SPEC``: every controller tuned with the same budget, ranked on unseen seeds.
 
-The protocol is ``opar_sim.analysis.shootout``'s: same sampler, trials and
+The protocol is ``opar_sim.studies.shootout``'s: same sampler, trials and
 training seeds for every contender, each searched over its documented
 ``SPACE`` plus the shared stop confirmation; scored on held-out seeds; paired
 differences against the best with exact McNemar, Holm and paired bootstrap
@@ -18,7 +18,25 @@ from rich.console import Console
 from rich.markup import escape
 
 from controllers.registry import CONTROLLERS
-from opar_sim.analysis.shootout import (
+from opar_sim.cli.commands.common import (
+    UsageError,
+    add_executor_flags,
+    default_out,
+    executor_config,
+    int_at_least,
+    require_backends,
+)
+from opar_sim.cli.render import progress_bar
+from opar_sim.cli.tables import TextTable
+from opar_sim.core.extras import install_hint
+from opar_sim.engines.batch import batch_unsupported
+from opar_sim.measure.stats import Estimate
+from opar_sim.rundir import prepare_out_dir, write_json
+from opar_sim.running.executors import open_executor
+from opar_sim.running.search import apply_params, batch_evaluate, executor_evaluate
+from opar_sim.spec.build import load_spec, parse_spec
+from opar_sim.spec.schema import Objective, SpecError
+from opar_sim.studies.shootout import (
     ALPHA,
     Budget,
     Standing,
@@ -32,24 +50,6 @@ from opar_sim.analysis.shootout import (
     standings_json,
     tune_contender,
 )
-from opar_sim.analysis.stats import Estimate
-from opar_sim.cli.commands.common import (
-    UsageError,
-    add_executor_flags,
-    default_out,
-    executor_config,
-    int_at_least,
-    require_backends,
-)
-from opar_sim.cli.render import progress_bar
-from opar_sim.cli.tables import TextTable
-from opar_sim.core.extras import install_hint
-from opar_sim.experiment.batch import batch_unsupported
-from opar_sim.experiment.build import load_spec, parse_spec
-from opar_sim.experiment.executors import open_executor
-from opar_sim.experiment.rundir import prepare_out_dir, write_json
-from opar_sim.experiment.spec import Objective, SpecError
-from opar_sim.experiment.tune import apply_params, batch_evaluate, executor_evaluate
 
 NAME = "shootout"
 HELP = "tune every controller with the same budget, rank them on held-out seeds (ties as ties)"

@@ -1,8 +1,8 @@
 """``opar-sim sprt SPEC``: calibrate ``sprt`` on tuning episodes, then measure its error rates.
 
 Calibration: ``--calibrate`` episodes of the spec's task and agent on the
-tuning seed (100).  Measurement: ``--episodes`` evaluation episodes (seed
-1_000_003) for the calibrated agent and for agents whose bias is ``--shift``
+tuning seed (``TUNING_SEED``).  Measurement: ``--episodes`` evaluation episodes (seed
+``HOLDOUT_SEED``) for the calibrated agent and for agents whose bias is ``--shift``
 below and above it; the false-abandon curve of each with its Clopper–Pearson
 band, and the token saving against ``threshold`` on the episodes
 ``threshold`` fails (paired bootstrap).  Writes ``sprt.json`` and
@@ -21,7 +21,11 @@ from typing import Any
 from rich.console import Console
 
 from opar_sim.agents.simulated import SimulatedAgentParams
-from opar_sim.analysis.sprt import (
+from opar_sim.cli.commands.common import UsageError, default_out, int_at_least
+from opar_sim.cli.tables import TextTable
+from opar_sim.rundir import prepare_out_dir, write_json
+from opar_sim.spec.build import load_spec
+from opar_sim.studies.sprt import (
     EVALUATION_SEED,
     TUNING_SEED,
     Calibration,
@@ -31,10 +35,6 @@ from opar_sim.analysis.sprt import (
     token_saving,
     with_controller,
 )
-from opar_sim.cli.commands.common import UsageError, default_out, int_at_least
-from opar_sim.cli.tables import TextTable
-from opar_sim.experiment.build import load_spec
-from opar_sim.experiment.rundir import prepare_out_dir, write_json
 
 NAME = "sprt"
 HELP = "calibrate the sprt stop on tuning seeds; measure its false-abandon curve and token saving"

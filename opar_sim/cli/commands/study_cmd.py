@@ -10,12 +10,12 @@ from pathlib import Path
 from rich.console import Console
 from rich.markup import escape
 
-from opar_sim.analysis.studies import STUDIES, StudyResult
 from opar_sim.cli.commands.common import int_at_least
 from opar_sim.cli.render import progress_bar
 from opar_sim.cli.tables import TextTable
-from opar_sim.experiment.build import load_spec
-from opar_sim.experiment.edit import with_overrides
+from opar_sim.spec.build import load_spec
+from opar_sim.spec.edit import with_overrides
+from opar_sim.studies.memory import STUDIES, StudyResult
 
 NAME = "study"
 HELP = "run a two-arm memory study: rebound (compression) or learning (Reflexion)"

@@ -10,11 +10,11 @@ from rich.markup import escape
 from opar_sim.cli.commands.common import add_run_flags, executor_config, out_dir, require_backends
 from opar_sim.cli.render import progress_bar
 from opar_sim.cli.tables import TextTable
-from opar_sim.experiment.build import load_spec
-from opar_sim.experiment.edit import sweep_points, with_overrides
-from opar_sim.experiment.executors import open_executor
-from opar_sim.experiment.grid import SweepPoint
-from opar_sim.experiment.sweep import SweepResult, run_sweep
+from opar_sim.running.executors import open_executor
+from opar_sim.running.sweep import SweepResult, run_sweep
+from opar_sim.spec.build import load_spec
+from opar_sim.spec.edit import sweep_points, with_overrides
+from opar_sim.spec.grid import SweepPoint
 
 NAME = "sweep"
 HELP = "run a parameter grid ([sweep] table) on common random numbers"

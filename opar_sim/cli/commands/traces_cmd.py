@@ -15,10 +15,10 @@ from pathlib import Path
 
 from rich.console import Console
 
-from opar_sim.analysis.stopping import parse_laws
 from opar_sim.cli.tables import TextTable
 from opar_sim.traces import FORMATS, import_traces
 from opar_sim.traces.compare import profile
+from opar_sim.traces.stopping import parse_laws
 
 NAME = "traces"
 HELP = "import recorded agent runs (tau-bench, OpenAI chat) into a run directory"

@@ -23,19 +23,16 @@ from opar_sim.cli.commands.common import (
 from opar_sim.cli.render import progress_bar
 from opar_sim.cli.tables import TextTable
 from opar_sim.core.extras import install_hint
-from opar_sim.experiment.batch import check_batch
-from opar_sim.experiment.build import load_spec, parse_spec
-from opar_sim.experiment.edit import with_overrides
-from opar_sim.experiment.executors import open_executor
-from opar_sim.experiment.rundir import (
+from opar_sim.engines.batch import check_batch
+from opar_sim.rundir import (
     prepare_out_dir,
     read_json,
     write_bytes,
     write_json,
     write_jsonl,
 )
-from opar_sim.experiment.spec import SpecError
-from opar_sim.experiment.tune import (
+from opar_sim.running.executors import open_executor
+from opar_sim.running.search import (
     JOURNAL_FILE,
     TuneResult,
     apply_params,
@@ -45,6 +42,9 @@ from opar_sim.experiment.tune import (
     toml_snippet,
     tune,
 )
+from opar_sim.spec.build import load_spec, parse_spec
+from opar_sim.spec.edit import with_overrides
+from opar_sim.spec.schema import SpecError
 
 NAME = "tune"
 HELP = "tune controller gains with Optuna; report train and held-out scores"

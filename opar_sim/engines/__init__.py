@@ -1,0 +1,1 @@
+"""Engines other than the SimPy reference: the lockstep array engine (batch/)."""

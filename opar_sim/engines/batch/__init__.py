@@ -1,0 +1,146 @@
+"""The lockstep batch engine: N episodes of the simulated agent advance together in arrays.
+
+The SimPy engine (``opar_sim.core.loop``) is the reference; this engine runs
+the same Algorithm 1 with the same noisy-expert agent (``SimulatedAgent``),
+the same tool timing (``SimTask.execute``), the same hard limits, and a
+vectorised model of the task (``environments.flight_booking_batch``) and of
+the Reflect law (``controllers.batch``), on every episode at once: step t of
+every live episode is one set of numpy operations.  Each episode keeps its
+own simulated clock, advanced phase by phase, so the time budget cuts an
+episode exactly where SimPy would (the tokens of a call are spent when it
+starts, as in ``SimulatedAgent._llm_call``).
+
+Its random streams are its own (one generator per chunk of episodes, from
+the run seed, the controller's index and the chunk), so the two engines agree
+in distribution, not episode by episode: ``tests/experiment/test_batch.py``
+checks success rate, mean steps, tokens and REPLANs against the SimPy engine.
+It runs the stop confirmation (``[guards] confirm``, every law's on equal
+terms); what it does not run (LLM agents, the other guards, guardrails,
+Reflexion, trials, task wrappers, memory compression) it refuses with a
+``SpecError``; what it leaves out of the rows (steps.jsonl, answers of
+truncated episodes) is in docs/batch.md.
+
+The package: ``engine`` (the state of N episodes and one step of the loop on
+it), ``rows`` (the episodes as ``episodes.jsonl`` lines); here, what the
+engine accepts and how a run is cut into chunks.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from controllers.batch import Unsupported, from_scalar
+from environments.flight_booking import FlightBooking
+from environments.flight_booking_batch import FlightBookingBatch
+from opar_sim.agents.simulated import SimulatedAgent
+from opar_sim.engines.batch.engine import BatchEpisodes, _Engine
+from opar_sim.engines.batch.rows import episode_text
+from opar_sim.spec.build import build
+from opar_sim.spec.schema import ExperimentSpec, SpecError
+
+__all__ = ["ENGINES", "BatchEpisodes", "check_batch", "episode_text", "run_batch"]
+
+ENGINES = ("simpy", "batch")
+BATCH_STREAM = 0xBA7C4  # the spawn-key tag of the batch engine's generators
+CHUNK = 100_000  # episodes held in arrays at once (memory stays flat past it)
+
+
+def check_batch(spec: ExperimentSpec) -> None:
+    """Refuse, in one line, a spec the batch engine cannot run.
+
+    Args:
+        spec: A validated spec.
+
+    Raises:
+        SpecError: Naming the first feature the engine lacks.
+    """
+    problem = batch_unsupported(spec)
+    if problem is not None:
+        raise SpecError(f"--engine batch: {problem} (use the SimPy engine)")
+
+
+def batch_unsupported(spec: ExperimentSpec) -> str | None:
+    """The first feature of ``spec`` the batch engine lacks, or None when it runs it.
+
+    Args:
+        spec: A validated spec.
+
+    Returns:
+        A short reason (``check_batch`` words it as an error), or None.
+    """
+    if spec.task.name != FlightBooking.name:
+        return f"no vectorised model of task {spec.task.name!r} (only {FlightBooking.name!r})"
+    if spec.task.wrappers:
+        return "task wrappers are not modelled"
+    if spec.agent.kind != "simulated":
+        return f"agent kind {spec.agent.kind!r} (only the simulated agent)"
+    if spec.trials > 1 or spec.reflexion.attempts > 1:
+        return "trials and Reflexion attempts are not modelled"
+    if spec.guardrail is not None:
+        return "guardrails are not modelled"
+    parts = build(spec)
+    others = [name for name, _ in spec.guards.enabled() if name != "confirm"]
+    if others:
+        return f"[guards] other than confirm are not modelled ({', '.join(others)})"
+    agent = parts.make_agent()
+    if not isinstance(agent, SimulatedAgent) or type(agent) is not SimulatedAgent:
+        return "only the plain simulated agent"
+    if agent.params.context_max is not None:
+        return "memory compression (context_max) is not modelled"
+    task = parts.make_task()
+    if type(task) is not FlightBooking:
+        return f"no vectorised model of {type(task).__name__}"
+    for _, make in parts.controllers:
+        try:
+            from_scalar(make(), make)
+        except Unsupported as exc:
+            return str(exc)
+    return None
+
+
+def run_batch(spec: ExperimentSpec, controller: int, start: int, stop: int) -> BatchEpisodes:
+    """Run episodes ``start``..``stop - 1`` of controller number ``controller`` of ``spec``.
+
+    Args:
+        spec: A spec the batch engine supports (``check_batch``).
+        controller: The index of the controller in ``spec.controller_list()``.
+        start: The first episode.
+        stop: One past the last episode.
+
+    Returns:
+        The episodes' results, in episode order.
+    """
+    parts = build(spec)
+    task = parts.make_task()
+    agent = parts.make_agent()
+    assert isinstance(task, FlightBooking) and isinstance(agent, SimulatedAgent)
+    make = parts.controllers[controller][1]
+    law = from_scalar(make(), make)
+    goal_tokens = max(1, len(task.goal) // 4)
+    pieces: list[BatchEpisodes] = []
+    for first in range(start, stop, CHUNK):
+        last = min(stop, first + CHUNK)
+        seed = np.random.SeedSequence(spec.seed, spawn_key=(BATCH_STREAM, controller, first))
+        engine = _Engine(
+            FlightBookingBatch(task.params),
+            law,
+            agent.params,
+            parts.limits,
+            goal_tokens,
+            np.random.default_rng(seed),
+            confirm=spec.guards.confirm or 1,
+        )
+        pieces.append(engine.run(last - first))
+    return _concat(pieces)
+
+
+def _concat(pieces: list[BatchEpisodes]) -> BatchEpisodes:
+    if len(pieces) == 1:
+        return pieces[0]
+    fields: dict[str, Any] = {}
+    for name in BatchEpisodes.__dataclass_fields__:
+        values = [getattr(piece, name) for piece in pieces]
+        fields[name] = np.concatenate(values)
+    return BatchEpisodes(**fields)

@@ -1,1 +1,0 @@
-"""Experiment running: spec, build, run directory, runner, executors, sweep and tuning."""

@@ -1,0 +1,4 @@
+"""Reads a run directory and never simulates.
+
+Statistics, paired comparisons, metrics, oscillation, the run analysis, diff.
+"""

@@ -1,0 +1,185 @@
+"""The run directory's manifest: what is on disk, chunk by chunk, and its repair on resume.
+
+``manifest.jsonl`` starts with a header naming the checksum of ``spec.json``;
+after every chunk the writer has flushed and fsynced, it appends one line:
+the episodes done so far (``units``, counted over the controllers in file
+order) and, per file, its size after the chunk and the SHA-256 of the
+chunk's bytes.  ``repair`` checks the files against it before a run goes on:
+it keeps the leading chunks whose bytes match, cuts everything after them
+(a torn line, a garbage line, a deleted or shortened file), rewrites a
+damaged ``spec.json`` when the given spec matches the header, and says what
+it did (``files.resume_run`` checks ``spec.json`` first and raises what it
+cannot repair).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from opar_sim.spec.schema import ExperimentSpec
+
+MANIFEST_FILE = "manifest.jsonl"
+MANIFEST_VERSION = 1
+CHUNK_FILES = ("steps.jsonl", "episodes.jsonl", "calls.jsonl")  # the order a chunk is written
+
+
+def spec_bytes(spec: ExperimentSpec) -> bytes:
+    """The exact bytes of ``spec.json`` for ``spec``."""
+    return (spec.model_dump_json(indent=2) + "\n").encode()
+
+
+def sha256(data: bytes) -> str:
+    """The hex SHA-256 of ``data``."""
+    return hashlib.sha256(data).hexdigest()
+
+
+def fsync_dir(path: Path) -> None:
+    """Make a directory's new entries durable (best effort: not every system allows it)."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        with contextlib.suppress(OSError):  # some file systems refuse to fsync a directory
+            os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def header_line(spec: ExperimentSpec) -> bytes:
+    """The manifest's first line."""
+    head = {"manifest": MANIFEST_VERSION, "spec_sha256": sha256(spec_bytes(spec))}
+    return (json.dumps(head) + "\n").encode()
+
+
+def chunk_line(units: tuple[int, int], files: dict[str, tuple[int, str]]) -> bytes:
+    """One chunk's line: the units it adds and each file's size and chunk checksum."""
+    row = {"units": list(units), "files": {k: list(v) for k, v in files.items()}}
+    return (json.dumps(row) + "\n").encode()
+
+
+@dataclass
+class Repair:
+    """What ``repair`` found: the units kept, each file's verified size, what it did."""
+
+    done: int = 0
+    ends: dict[str, int] = field(default_factory=lambda: dict.fromkeys(CHUNK_FILES, 0))
+    notes: list[str] = field(default_factory=list)
+    manifest_end: int = 0
+
+
+def read_header(out: Path) -> dict[str, Any] | None:
+    """The manifest's header, or None when there is no readable one."""
+    path = out / MANIFEST_FILE
+    try:
+        with open(path, "rb") as f:
+            first = f.readline()
+        head = json.loads(first)
+    except (OSError, ValueError):
+        return None
+    return head if isinstance(head, dict) and head.get("manifest") == MANIFEST_VERSION else None
+
+
+def repair(spec: ExperimentSpec, out: Path) -> Repair:
+    """Check ``out`` against its manifest; cut what does not match; return what is kept.
+
+    Args:
+        spec: The spec of the run being resumed.
+        out: The run directory (it holds a manifest).
+
+    Returns:
+        The units (episodes over controllers) kept, the files' sizes, and notes.
+    """
+    result = Repair()
+    path = out / MANIFEST_FILE
+    data = path.read_bytes()
+    lines = data.split(b"\n")
+    offset = len(lines[0]) + 1 if len(lines) > 1 else 0
+    if read_header(out) is None:
+        result.notes.append("manifest.jsonl header damaged: every chunk is re-run")
+        offset = 0
+    total = spec.episodes * len(spec.controller_list())
+    cache: dict[str, bytes | None] = {}
+
+    def content(name: str) -> bytes | None:
+        if name not in cache:
+            try:
+                cache[name] = (out / name).read_bytes()
+            except FileNotFoundError:
+                cache[name] = None
+        return cache[name]
+
+    problem = ""
+    chunks = 0
+    for raw in lines[1:-1] if offset else []:
+        try:
+            row = json.loads(raw)
+            lo, hi = (int(u) for u in row["units"])
+            files = {str(k): (int(v[0]), str(v[1])) for k, v in row["files"].items()}
+        except (ValueError, KeyError, TypeError):
+            problem = f"manifest line {chunks + 2} is damaged"
+            break
+        if lo != result.done or not lo < hi <= total:
+            problem = f"manifest line {chunks + 2} does not follow on"
+            break
+        for name in CHUNK_FILES:
+            end, digest = files.get(name, (result.ends[name], sha256(b"")))
+            body = content(name)
+            start = result.ends[name]
+            if body is None and end > 0:
+                problem = f"{name} is missing"
+            elif body is not None and len(body) < end:
+                problem = f"{name} is shorter than the manifest says ({len(body)} < {end} bytes)"
+            elif end < start or sha256((body or b"")[start:end]) != digest:
+                problem = f"{name} does not match its checksum"
+            if problem:
+                problem += f" at episodes {lo}-{hi - 1} (of {total})"
+                break
+        if problem:
+            break
+        for name in CHUNK_FILES:
+            result.ends[name] = files.get(name, (result.ends[name], ""))[0]
+        result.done = hi
+        chunks += 1
+        offset += len(raw) + 1
+    result.manifest_end = offset
+    cut = []
+    for name in CHUNK_FILES:
+        body = content(name)
+        if body is not None and len(body) > result.ends[name]:
+            cut.append(f"{name} {len(body) - result.ends[name]} bytes")
+    if problem:
+        result.notes.append(
+            f"{problem}: kept {result.done} of {total} episodes, re-running the rest"
+        )
+    elif cut:
+        result.notes.append(
+            f"cut an unfinished chunk ({', '.join(cut)}): kept {result.done} of {total} episodes"
+        )
+    elif result.done:
+        result.notes.append(f"checked {chunks} chunk(s): {result.done} of {total} episodes kept")
+    return result
+
+
+def cut_to(out: Path, found: Repair, spec: ExperimentSpec) -> None:
+    """Truncate the chunk files and the manifest to what ``repair`` kept."""
+    for name in CHUNK_FILES:
+        file = out / name
+        if file.exists():
+            with open(file, "r+b") as f:
+                f.truncate(found.ends[name])
+        elif found.ends[name] == 0 and name != "calls.jsonl":
+            file.touch()
+    manifest = out / MANIFEST_FILE
+    with open(manifest, "r+b") as f:
+        f.truncate(found.manifest_end)
+        if found.manifest_end == 0:
+            f.write(header_line(spec))
+        f.flush()
+        os.fsync(f.fileno())
