@@ -16,7 +16,7 @@ from typing import Any
 from opar_sim.calibration.heterogeneity import Validation
 from opar_sim.measure.run import RunAnalysis
 from opar_sim.measure.stats import Estimate
-from opar_sim.measure.table import TextTable
+from opar_sim.measure.table import TextTable as TextTable  # the commands import it from here
 
 
 def _num(value: float, fmt: str = ".1f") -> str:

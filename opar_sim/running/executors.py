@@ -62,10 +62,36 @@ class ExecutorConfig:
 
     @property
     def parallelism(self) -> int:
-        """How many chunks run at once: 1 for serial, else the workers or the core count."""
+        """How many chunks run at once: 1 for serial, else the workers or the core count.
+
+        Processes started on this machine (a pool, a local Dask cluster) never outnumber its
+        cores, whatever was asked (``capped_workers`` says so to the user); workers of a
+        remote Dask scheduler are that cluster's.
+        """
         if self.kind == "serial":
             return 1
-        return self.workers or os.cpu_count() or 1
+        if self.kind == "dask" and self.scheduler:
+            return self.workers or cores()
+        return min(self.workers or cores(), cores())
+
+
+def cores() -> int:
+    """The cores this process may run on (its affinity where the OS reports one)."""
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def capped_workers(workers: int | None) -> tuple[int | None, str | None]:
+    """``--workers N`` for processes on this machine: at most one per core.
+
+    Returns:
+        The worker count to use, and the line that says it was capped (None: unchanged).
+    """
+    if workers is None or workers <= cores():
+        return workers, None
+    return cores(), f"--workers {workers:,}: capped at {cores()}, the cores of this machine"
 
 
 def fit_to_size(config: ExecutorConfig, episodes: int) -> tuple[ExecutorConfig, str | None]:

@@ -102,10 +102,25 @@ def _label(value: Scalar) -> str:
     return str(value)
 
 
+MAX_POINTS = 10_000  # grid points of one sweep: a larger grid is refused before anything runs
+
+
 def grid(base: dict[str, Any], axes: dict[str, SweepAxis]) -> list[SweepPoint]:
-    """Every point of the grid, with the sweep table removed from each point's spec."""
+    """Every point of the grid, with the sweep table removed from each point's spec.
+
+    Raises:
+        ValueError: The product of the axes' sizes is over ``MAX_POINTS`` (checked before
+            one point is built).
+    """
     paths = list(axes)
     values = [axis_values(axes[p]) for p in paths]
+    size = math.prod(len(v) for v in values)
+    if size > MAX_POINTS:
+        shape = " x ".join(f"{len(v):,}" for v in values)
+        raise ValueError(
+            f"the sweep grid has {size:,} points ({shape}), over the ceiling of {MAX_POINTS:,}: "
+            "split it into several sweeps or use fewer values per axis"
+        )
     points = []
     for index, combo in enumerate(itertools.product(*values)):
         data = copy.deepcopy(base)

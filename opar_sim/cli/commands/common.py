@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from opar_sim.core.errors import InputError
 from opar_sim.rundir import default_run_dir
-from opar_sim.running.executors import ExecutorConfig
+from opar_sim.running.executors import ExecutorConfig, capped_workers
 from opar_sim.spec.schema import ExperimentSpec
 
 
@@ -80,12 +81,17 @@ def add_executor_flags(parser: argparse.ArgumentParser) -> None:
 
 
 def executor_config(args: argparse.Namespace) -> ExecutorConfig:
-    """The executor the flags ask for."""
-    if args.scheduler or args.dask_local:
+    """The executor the flags ask for; local workers capped at the machine's cores (said so)."""
+    if args.scheduler:
         return ExecutorConfig("dask", args.workers, args.scheduler)
-    if args.workers == 1:
+    workers, note = capped_workers(args.workers)
+    if note:
+        print(f"opar-sim: {note}", file=sys.stderr)
+    if args.dask_local:
+        return ExecutorConfig("dask", workers)
+    if workers == 1:
         return ExecutorConfig("serial", 1)
-    return ExecutorConfig("process", args.workers)
+    return ExecutorConfig("process", workers)
 
 
 def out_dir(args: argparse.Namespace, name: str) -> Path:
