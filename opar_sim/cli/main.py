@@ -155,15 +155,17 @@ def _failed(exc: Exception, args: argparse.Namespace | None) -> int:
 
 def _console() -> Console:
     """The console commands print to (rich is imported once a command runs, not for --help)."""
-    from rich.console import Console
+    from opar_sim.cli.console import SafeConsole
 
     # a terminal sets its own width; piped output (logs, CI) gets room for the wide tables
-    return Console() if sys.stdout.isatty() else Console(width=160)
+    return SafeConsole() if sys.stdout.isatty() else SafeConsole(width=160)
 
 
 def _say(text: str) -> None:
+    from opar_sim.measure.table import printable  # control characters from a file: escaped
+
     with contextlib.suppress(OSError):  # stderr itself may be gone
-        print(f"opar-sim: {text}", file=sys.stderr)
+        print(f"opar-sim: {printable(text)}", file=sys.stderr)
 
 
 def _one_line(text: str) -> str:

@@ -8,11 +8,25 @@ rich to build one.
 from __future__ import annotations
 
 import html
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from rich.table import Table
+
+
+# C0 controls but tab and newline, DEL, and the C1 controls: what a terminal acts on
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def printable(text: str) -> str:
+    """``text`` with every control character written as an escape (ESC as backslash-x1b).
+
+    Strings read from a file (a trace's task id or model, a controller's name) reach the
+    terminal through this: an ``ESC[2J`` in a trace is shown, it does not clear the screen.
+    """
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
 
 
 @dataclass(frozen=True)
@@ -33,20 +47,20 @@ class TextTable:
 
         # cells, titles and notes are plain text: a value such as "[/]" is shown, not parsed
         table = Table(
-            title=Text(self.title, style="table.title"),
+            title=Text(printable(self.title), style="table.title"),
             title_justify="left",
-            caption=Text("\n".join(self.notes), style="table.caption"),
+            caption=Text(printable("\n".join(self.notes)), style="table.caption"),
             caption_justify="left",
         )
         for k, column in enumerate(self.columns):
             if k == 0 and self.bold:
-                table.add_column(Text(column), style="bold", no_wrap=True)
+                table.add_column(Text(printable(column)), style="bold", no_wrap=True)
             elif k < self.left:
-                table.add_column(Text(column))
+                table.add_column(Text(printable(column)))
             else:
-                table.add_column(Text(column), justify="right")
+                table.add_column(Text(printable(column)), justify="right")
         for row in self.rows:
-            table.add_row(*(Text(cell) for cell in row))
+            table.add_row(*(Text(printable(cell)) for cell in row))
         return table
 
     def to_html(self) -> str:
@@ -76,4 +90,4 @@ class TextTable:
                     for k, (c, w) in enumerate(zip(row, widths, strict=False))
                 )
             )
-        return "\n".join([*lines, *self.notes])
+        return printable("\n".join([*lines, *self.notes]))
