@@ -286,9 +286,13 @@ def scaffold(name: str, kind: Kind, directory: Path) -> list[Path]:
     module, test = (TASK, TASK_TEST) if kind == "task" else (CONTROLLER, CONTROLLER_TEST)
     files = {directory / f"{name}.py": module, directory / f"test_{name}.py": test}
     for path in files:
+        if path.is_symlink():  # a dangling link too: writing would follow it
+            raise ValueError(f"init: {path} is a symbolic link; choose another name or directory")
         if path.exists():
             raise ValueError(f"init: {path} exists; choose another name or directory")
     directory.mkdir(parents=True, exist_ok=True)
     for path, template in files.items():
-        path.write_text(template.substitute(name=name, cls=class_name(name)), encoding="utf-8")
+        # "x": created here or refused, never through a link planted since the check
+        with path.open("x", encoding="utf-8") as out:
+            out.write(template.substitute(name=name, cls=class_name(name)))
     return list(files)

@@ -14,7 +14,14 @@ import math
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from opar_sim.core.errors import InputError, describe_problem, did_you_mean, keys_at
 from opar_sim.core.guards import GuardsSpec
@@ -141,9 +148,18 @@ class TuneSpec(BaseModel):
 class ExperimentSpec(_Strict):
     """One experiment: what runs, how often, and under which limits."""
 
-    name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_.-]+$")
+    name: str = Field(min_length=1, max_length=120, pattern=r"^[A-Za-z0-9_.-]+$")
     description: str = ""
     episodes: int = Field(100, ge=1, le=10_000_000)
+
+    @field_validator("name")
+    @classmethod
+    def _one_path_component(cls, name: str) -> str:
+        # the name becomes a directory (runs/NAME/...): "." or ".." would leave runs/
+        if set(name) == {"."}:
+            raise ValueError(f"{name!r} is not a usable name (it names a directory above)")
+        return name
+
     trials: int = Field(
         1,
         ge=1,

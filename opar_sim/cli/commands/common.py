@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from pathlib import Path
 
@@ -80,9 +81,20 @@ def add_executor_flags(parser: argparse.ArgumentParser) -> None:
     where.add_argument("--dask-local", action="store_true", help="run on a local Dask cluster")
 
 
+# a Dask scheduler address: [protocol://]host:port (host a name, IPv4 or [IPv6])
+SCHEDULER = re.compile(
+    r"(?:(?:tcp|tls|ws|wss|ucx|inproc)://)?(?:\[[0-9a-fA-F:]+\]|[\w.-]+):\d{1,5}"
+)
+
+
 def executor_config(args: argparse.Namespace) -> ExecutorConfig:
     """The executor the flags ask for; local workers capped at the machine's cores (said so)."""
     if args.scheduler:
+        if not SCHEDULER.fullmatch(args.scheduler):
+            raise UsageError(
+                f"--scheduler {args.scheduler!r} is not a Dask scheduler address "
+                "(HOST:PORT or tcp://HOST:PORT, e.g. tcp://127.0.0.1:8786)"
+            )
         return ExecutorConfig("dask", args.workers, args.scheduler)
     workers, note = capped_workers(args.workers)
     if note:

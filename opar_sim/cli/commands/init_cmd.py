@@ -35,7 +35,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     for path in written:
-        console.print(f"wrote [green]{path}[/]")
+        console.print(f"wrote [green]{escape(str(path))}[/]")
     module, test = written
     if args.kind == "controller":
         use = f"opar-sim run SPEC --controller {module}:{class_name(args.name)}"
