@@ -17,14 +17,8 @@ import numpy as np
 import numpy.typing as npt
 
 from opar_sim.measure.episode_metrics import EpisodeTable
-from opar_sim.measure.stats import (
-    Estimate,
-    Proportion,
-    bootstrap_mean,
-    paired_difference,
-    pass_hat_ks,
-    success_histogram,
-)
+from opar_sim.measure.pass_k import pass_hat_ks, success_histogram
+from opar_sim.measure.stats import Estimate, Proportion, bootstrap_mean, paired_difference
 from opar_sim.measure.stats import success_rate as proportion
 
 ORACLE = "oracle"

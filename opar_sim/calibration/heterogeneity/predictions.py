@@ -16,7 +16,7 @@ import numpy as np
 from opar_sim.calibration.heterogeneity.likelihood import Effect, cell_weights
 from opar_sim.calibration.heterogeneity.record import Key, TaskRuns
 from opar_sim.calibration.heterogeneity.table import TABLE_TRIALS, Table
-from opar_sim.measure.stats import pass_hat_k
+from opar_sim.measure.pass_k import pass_hat_k
 
 BOOTSTRAP = 2000
 MODEL_DRAWS = 50  # model draws per recorded run for the KS test
