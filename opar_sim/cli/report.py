@@ -5,10 +5,15 @@ The figures are the vector SVGs that ``plot`` (or ``compare``) already wrote
 under RUNDIR/figures, inlined with their ids prefixed per figure; they are
 drawn only when that directory lacks them, was drawn for other options, or is
 older than one of the run's files (spec.json, episodes.jsonl, steps.jsonl).  A
-small script (``report_page.SCRIPT``, no library) adds the interaction:
-hover tool tips, controllers toggled from the legend bar, the comparison table
-linked to the Pareto plot, and the episode trace viewer fed by the episodes'
-steps embedded once as compact columns (``trace_data``).
+small script (``assets/report.js``, plain JavaScript, no library, no network)
+adds the interaction: hover tool tips, controllers toggled from the legend bar,
+the comparison table linked to the Pareto plot, and the episode trace viewer
+fed by the episodes' steps embedded once as compact columns (``trace_data``).
+It reads the JSON the report embeds (``report-data``) and the inline SVG
+figures, whose artists carry ids of the form ``<figure>-ctl--<controller>--...``
+and ``<figure>-raster--<controller>`` (set as matplotlib gids by the figure
+code).  The script and its style sheet (``assets/report.css``) are package
+data files, read with ``importlib.resources`` (``asset``).
 """
 
 from __future__ import annotations
@@ -19,13 +24,13 @@ import math
 import re
 import subprocess
 from collections.abc import Iterable
+from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
 import orjson
 
 import opar_sim
-from opar_sim.cli.report_page import SCRIPT, STYLE
 from opar_sim.cli.tables import (
     analysis_outcomes,
     comparison_table,
@@ -50,6 +55,13 @@ from opar_sim.rundir import (
 )
 
 REPLAY_GLOB = "replay_*.jsonl"
+ASSETS = "assets"  # beside this module: the page's style sheet and script
+
+
+def asset(name: str) -> str:
+    """The text of one of the page's package data files (``report.css``, ``report.js``)."""
+    return (files("opar_sim.cli") / ASSETS / name).read_text(encoding="utf-8")
+
 
 # a step row's fields the trace viewer shows, as (short key, row field, kind)
 _STEP_COLUMNS = (
@@ -343,7 +355,7 @@ def render_report(
         "<html lang='en'><head><meta charset='utf-8'>",
         "<meta name='viewport' content='width=device-width, initial-scale=1'>",
         f"<title>opar-sim report: {html.escape(name)}</title>",
-        f"<style>{STYLE}</style></head><body>",
+        f"<style>\n{asset('report.css')}</style></head><body>",
         f"<header><h1>opar-sim report: {html.escape(name)}</h1><dl class='meta'>",
         *(f"<dt>{html.escape(k)}</dt><dd><code>{html.escape(v)}</code></dd>" for k, v in meta),
         "</dl>",
@@ -398,7 +410,7 @@ def render_report(
         parts.append("<p>spec.json is missing or unreadable.</p>")
     parts.append("<div id='tip' role='tooltip'></div>")
     parts.append(_json_script("report-data", data))
-    parts.append(f"<script>{SCRIPT}</script>")
+    parts.append(f"<script>\n{asset('report.js')}</script>")
     parts.append("</body></html>\n")
     return "\n".join(parts)
 

@@ -15,10 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import controllers
-from opar_sim.core.controller import TruthReader
 from opar_sim.measure.run import RunAnalysis
 from opar_sim.rundir import EpisodeTrace, find_trace, read_json, write_json
+from opar_sim.spec.laws import law_settings
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -139,33 +138,26 @@ class FigureSet:
 
 
 def reads_truth(analysis: RunAnalysis, name: str) -> bool:
-    """Whether controller ``name`` reads the hidden state (the oracle): no real law can."""
-    try:
-        return isinstance(controllers.make(name, **_params(analysis, name)), TruthReader)
-    except ValueError:
-        return name == "oracle"
+    """Whether controller ``name`` reads the hidden state (the oracle): no real law can.
 
-
-def _params(analysis: RunAnalysis, name: str) -> dict[str, object]:
-    if analysis.spec is not None:
-        for c in analysis.spec.controller_list():
-            if c.name == name:
-                return dict(c.params)
-    return {}
+    Read from the run's spec and the law's declaration (``spec.laws``); a law
+    the registry does not know counts as the oracle only by its name.
+    """
+    settings = law_settings(analysis.spec, name)
+    return settings.reads_truth if settings is not None else name == "oracle"
 
 
 def thresholds(analysis: RunAnalysis, name: str) -> tuple[float | None, float | None]:
-    """The REPLAN threshold and settle band of controller ``name`` as the run configured it."""
-    try:
-        made = controllers.make(name, **_params(analysis, name))
-    except ValueError:
+    """The REPLAN threshold and settle band of controller ``name`` as the run configured it.
+
+    Read from the run's spec, the law's declared defaults filling what it leaves
+    out (``spec.laws``): no controller is built.  (None, None) for a law without
+    them, or one the registry does not know.
+    """
+    settings = law_settings(analysis.spec, name)
+    if settings is None:
         return None, None
-    replan = getattr(made, "replan_threshold", None)
-    band = getattr(made, "settle_band", None)
-    return (
-        float(replan) if isinstance(replan, int | float) else None,
-        float(band) if isinstance(band, int | float) else None,
-    )
+    return settings.number("replan_threshold"), settings.number("settle_band")
 
 
 def _pid_episode(

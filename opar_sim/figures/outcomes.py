@@ -9,7 +9,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from opar_sim.figures.style import controller_colors, new_figure, outcome_color, outcome_order
-from opar_sim.measure.run import ControllerMetrics
+from opar_sim.measure.controller_metrics import ControllerMetrics
 
 
 def outcomes_figure(metrics: Mapping[str, ControllerMetrics], title: str) -> Figure:

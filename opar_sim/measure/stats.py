@@ -1,15 +1,9 @@
-"""The one statistics module: summary totals, Wilson intervals, pass^k, bootstrap, pairs.
+"""The one statistics module: summary totals, Wilson intervals, bootstrap, pairs and tests.
 
 ``Summary`` streams episodes.jsonl rows into what summary.json holds; the
 run analysis (``opar_sim.measure.run``) takes its intervals and means from
-the same functions.
-
-pass^k follows τ-bench: for a task attempted n times with c successes, the
-chance that k attempts drawn without replacement all succeed is
-C(c, k) / C(n, k); pass^k is its mean over tasks.  Here a task is one
-world (an episode index: the task stream it seeds) and its n attempts are
-the spec's ``trials`` of that world, each with fresh agent and tool streams.
-With one trial per world, pass^k for k > 1 is not defined.
+the same functions.  pass^k is in ``pass_k``, the group bootstrap in
+``group_bootstrap``, the exact (scipy) intervals in ``exact_intervals``.
 
 Bootstrap intervals resample episodes with a seeded ``numpy.random.Generator``
 (percentile method), so the same run gives the same interval.  Regret against
@@ -30,6 +24,7 @@ import numpy as np
 import numpy.typing as npt
 
 from opar_sim.core.frames import to_frame
+from opar_sim.measure.pass_k import pass_hat_ks, success_histogram
 
 BOOTSTRAP_RESAMPLES = 2000
 
@@ -190,77 +185,6 @@ def success_rate(successes: int, n: int) -> Proportion:
         raise ValueError(f"need 0 <= successes <= n, got {successes} of {n}")
     low, high = wilson_interval(successes, n)
     return Proportion(successes, n, low, high)
-
-
-def pass_hat_k(attempts: Mapping[Any, Sequence[bool]], k: int) -> float:
-    """τ-bench's pass^k: mean over tasks of C(c, k) / C(n, k).
-
-    Tasks with fewer than ``k`` attempts cannot be scored and raise ValueError.
-
-    Args:
-        attempts: Task (e.g. a world's episode index) -> the outcome of each attempt at it.
-        k: How many attempts must all succeed.
-
-    Returns:
-        pass^k, or NaN with no tasks.
-
-    Raises:
-        ValueError: when ``k`` < 1 or a task has fewer than ``k`` attempts.
-    """
-    if k < 1:
-        raise ValueError(f"k must be >= 1, got {k}")
-    if not attempts:
-        return math.nan
-    scores = []
-    for task, outcomes in attempts.items():
-        n, c = len(outcomes), sum(bool(o) for o in outcomes)
-        if n < k:
-            raise ValueError(f"task {task!r} has {n} attempts, fewer than k = {k}")
-        scores.append(math.comb(c, k) / math.comb(n, k))
-    return float(np.mean(scores))
-
-
-def complete_worlds(worlds: Mapping[Any, Sequence[bool]], trials: int) -> dict[Any, list[bool]]:
-    """The worlds with all ``trials`` outcomes (an interrupted run may leave one short).
-
-    Args:
-        worlds: World -> the outcome of each trial run.
-        trials: The trials per world the spec asks for.
-
-    Returns:
-        The worlds with exactly ``trials`` outcomes, in the order given.
-    """
-    return {w: list(o) for w, o in worlds.items() if len(o) == trials}
-
-
-def pass_hat_ks(worlds: Mapping[Any, Sequence[bool]], trials: int) -> dict[int, float]:
-    """pass^1 .. pass^trials over the worlds that have all their trials.
-
-    Args:
-        worlds: World -> the outcome of each of its trials.
-        trials: The trials per world (n of C(c, k) / C(n, k)).
-
-    Returns:
-        k -> pass^k for k = 1..``trials`` (NaN with no complete world).
-    """
-    full = complete_worlds(worlds, trials)
-    return {k: pass_hat_k(full, k) for k in range(1, trials + 1)}
-
-
-def success_histogram(worlds: Mapping[Any, Sequence[bool]], trials: int) -> list[int]:
-    """How many worlds had 0, 1, .., ``trials`` successes (complete worlds only).
-
-    Args:
-        worlds: World -> the outcome of each of its trials.
-        trials: The trials per world.
-
-    Returns:
-        A list of ``trials + 1`` counts; entry c is the worlds with c successes.
-    """
-    counts = [0] * (trials + 1)
-    for outcomes in complete_worlds(worlds, trials).values():
-        counts[sum(bool(o) for o in outcomes)] += 1
-    return counts
 
 
 @dataclass(frozen=True, slots=True)
@@ -428,109 +352,3 @@ def paired_interval(a: Sequence[float], b: Sequence[float], rng: np.random.Gener
     if len(a) != len(b):
         raise ValueError(f"paired sequences differ in length: {len(a)} and {len(b)}")
     return paired_difference(dict(enumerate(a)), dict(enumerate(b)), rng)
-
-
-def group_resample_counts(
-    groups: int, rng: np.random.Generator, resamples: int = BOOTSTRAP_RESAMPLES
-) -> npt.NDArray[np.float64]:
-    """How often each group is drawn in each bootstrap resample of the groups.
-
-    A bootstrap over tasks resamples task ids with replacement and keeps each task's
-    trials together; the sum of a quantity over a resample is then ``counts @ per_group``.
-
-    Args:
-        groups: The number of groups (tasks).
-        rng: The generator of the resamples (seeded for reproducibility).
-        resamples: How many resamples.
-
-    Returns:
-        A (resamples × groups) array of draw counts; each row sums to ``groups``.
-    """
-    idx = rng.integers(0, groups, size=(resamples, groups))
-    counts = np.zeros((resamples, groups))
-    np.add.at(counts, (np.arange(resamples)[:, None], idx), 1.0)
-    return counts
-
-
-def ratio_estimates(
-    numerator: npt.NDArray[np.float64],
-    denominator: npt.NDArray[np.float64],
-    counts: npt.NDArray[np.float64],
-    confidence: float = 0.95,
-) -> list[Estimate]:
-    """Ratios of sums over groups, each with its percentile interval from a group bootstrap.
-
-    Args:
-        numerator: Per-group sums, shape (groups, ratios): column j is ratio j's numerator.
-        denominator: Per-group sums of the denominators, the same shape.
-        counts: The resamples' draw counts (``group_resample_counts``).
-        confidence: The intervals' confidence level.
-
-    Returns:
-        One estimate per column: sum(numerator) / sum(denominator) and its interval (NaN
-        where the denominator sums to 0; resamples with a zero denominator are left out).
-        ``n`` is the number of groups.
-    """
-    num = np.asarray(numerator, float).reshape(len(numerator), -1)
-    den = np.asarray(denominator, float).reshape(len(denominator), -1)
-    total_num, total_den = num.sum(axis=0), den.sum(axis=0)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        ratios = (counts @ num) / (counts @ den)
-    alpha = (1 - confidence) / 2
-    out = []
-    for j in range(num.shape[1]):
-        if total_den[j] == 0:
-            out.append(Estimate(math.nan, math.nan, math.nan, len(num)))
-            continue
-        low, high = np.nanquantile(ratios[:, j], [alpha, 1 - alpha])
-        out.append(Estimate(float(total_num[j] / total_den[j]), float(low), float(high), len(num)))
-    return out
-
-
-def _scipy_stats() -> Any:
-    """scipy.stats, or the one-line error of ``require_scipy``."""
-    require_scipy()
-    from scipy import stats
-
-    return stats
-
-
-def clopper_pearson(k: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
-    """The exact (Clopper–Pearson) interval of a binomial share ``k / n`` (scipy's beta).
-
-    Args:
-        k: Events.
-        n: Trials (> 0).
-        confidence: Two-sided coverage.
-
-    Returns:
-        (low, high); 0 and 1 at the edges.
-    """
-    beta = _scipy_stats().beta
-    a = 1.0 - confidence
-    low = 0.0 if k == 0 else float(beta.ppf(a / 2, k, n - k + 1))
-    high = 1.0 if k == n else float(beta.ppf(1 - a / 2, k + 1, n - k))
-    return low, high
-
-
-def median_interval(values: Sequence[float], confidence: float = 0.95) -> tuple[float, float]:
-    """Distribution-free interval of the median from order statistics (binomial ranks).
-
-    The interval [x_(l), x_(u)] with l and u the binomial(n, ½) quantiles at
-    (1 − confidence)/2 and (1 + confidence)/2 (1-based ranks, clipped to 1..n).
-
-    Args:
-        values: The sample.
-        confidence: The coverage.
-
-    Returns:
-        (low, high); (nan, nan) for an empty sample.
-    """
-    x = np.sort(np.asarray(values, dtype=float))
-    n = len(x)
-    if n == 0:
-        return math.nan, math.nan
-    binom = _scipy_stats().binom
-    lo = int(binom.ppf((1 - confidence) / 2, n, 0.5))
-    hi = int(binom.ppf((1 + confidence) / 2, n, 0.5))
-    return float(x[max(lo - 1, 0)]), float(x[min(hi, n - 1)])

@@ -16,24 +16,20 @@ from opar_sim.rundir.files import (
     STEPS_FILE,
     SUMMARY_FILE,
     RunDirError,
-    RunWriter,
     check_run_dir,
     default_run_dir,
-    iter_episodes,
-    iter_steps,
     prepare_out_dir,
     read_json,
     read_jsonl,
     read_spec,
-    resume_point,
-    resume_run,
-    rows,
     write_bytes,
     write_json,
     write_jsonl,
     write_spec,
 )
 from opar_sim.rundir.manifest import MANIFEST_FILE, Repair
+from opar_sim.rundir.readers import iter_episodes, iter_steps, rows
+from opar_sim.rundir.resume import resume_point, resume_run
 from opar_sim.rundir.rows import (
     SCHEMA_VERSION,
     EpisodeKey,
@@ -50,6 +46,7 @@ from opar_sim.rundir.traces import (
     iter_traces,
     result_trace,
 )
+from opar_sim.rundir.writer import RunWriter
 
 __all__ = [
     "CALLS_FILE",

@@ -31,14 +31,8 @@ import numpy as np
 import numpy.typing as npt
 import orjson
 
-from opar_sim.rundir.files import (
-    _EPISODE_FIELDS,
-    EPISODES_FILE,
-    STEPS_FILE,
-    RunDirError,
-    _type_ok,
-    iter_episodes,
-)
+from opar_sim.rundir.files import EPISODES_FILE, STEPS_FILE, RunDirError
+from opar_sim.rundir.readers import _EPISODE_FIELDS, _type_ok, iter_episodes
 from opar_sim.rundir.traces import EpisodeTrace, iter_traces
 
 IntArray = npt.NDArray[np.int64]

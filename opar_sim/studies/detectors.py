@@ -33,7 +33,8 @@ import numpy as np
 
 from opar_sim.core.detectors import DETECTORS, Detector
 from opar_sim.core.types import EpisodeResult
-from opar_sim.measure.stats import median_interval, wilson_interval
+from opar_sim.measure.exact_intervals import median_interval
+from opar_sim.measure.stats import wilson_interval
 
 STUCK_K = 3
 THRESHOLDS: dict[str, tuple[float, ...]] = {

@@ -40,7 +40,8 @@ from controllers.sprt import (
 )
 from opar_sim.core.controller import ReflectContext
 from opar_sim.core.types import EpisodeResult, Outcome, StepRecord
-from opar_sim.measure.stats import Estimate, clopper_pearson, paired_interval
+from opar_sim.measure.exact_intervals import clopper_pearson
+from opar_sim.measure.stats import Estimate, paired_interval
 from opar_sim.running.runner import simulate
 from opar_sim.spec.edit import apply_changes
 from opar_sim.spec.schema import ExperimentSpec

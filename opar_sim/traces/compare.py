@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from opar_sim.measure.stats import pass_hat_k
+from opar_sim.measure.pass_k import pass_hat_k
 from opar_sim.rundir import iter_episodes, read_spec
 from opar_sim.traces.stopping import Law, LawResult, evaluate, load_costs
 

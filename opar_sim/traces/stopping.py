@@ -30,7 +30,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from opar_sim.measure.stats import Estimate, group_resample_counts, ratio_estimates
+from opar_sim.measure.group_bootstrap import group_resample_counts, ratio_estimates
+from opar_sim.measure.stats import Estimate
 from opar_sim.rundir import (
     RunDirError,
     check_run_dir,

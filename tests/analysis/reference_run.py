@@ -30,17 +30,13 @@ from typing import Any
 import numpy as np
 
 from opar_sim.core.frames import to_frame
+from opar_sim.measure.controller_metrics import ControllerMetrics
+from opar_sim.measure.episode_metrics import EpisodeMetrics
 from opar_sim.measure.metrics import episode_response, step_info
 from opar_sim.measure.oscillation import action_cycles as find_cycles
 from opar_sim.measure.oscillation import damping, replan_rhythm, trend_sign_changes
-from opar_sim.measure.run import ControllerMetrics, EpisodeMetrics
-from opar_sim.measure.stats import (
-    Estimate,
-    bootstrap_mean,
-    paired_difference,
-    pass_hat_ks,
-    success_histogram,
-)
+from opar_sim.measure.pass_k import pass_hat_ks, success_histogram
+from opar_sim.measure.stats import Estimate, bootstrap_mean, paired_difference
 from opar_sim.measure.stats import success_rate as proportion
 from opar_sim.rundir import (
     EpisodeTrace,

@@ -7,7 +7,8 @@ import pytest
 from scipy import stats as sps
 
 from opar_sim.core.detectors import DETECTORS, SameCall
-from opar_sim.measure.stats import median_interval, wilson_interval
+from opar_sim.measure.exact_intervals import median_interval
+from opar_sim.measure.stats import wilson_interval
 from opar_sim.running.runner import simulate
 from opar_sim.spec.build import parse_spec
 from opar_sim.studies.detectors import (

@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 from opar_sim.calibration import heterogeneity as h
+from opar_sim.calibration.heterogeneity.validation import _check
 from opar_sim.cli.main import main
 from opar_sim.running.runner import run_experiment
 from opar_sim.spec.build import load_spec
@@ -137,7 +138,7 @@ def test_too_little_spread_is_detected(tmp_path_factory, table):
     flat = _record(tmp_path_factory, "flat", {"agent.params.task_effect_mean": 1.0})
     v = h.validate(flat, table, folds=5, seed=0)
     forced = h.Fitted(v.fitted.structure, table, h.Effect(v.effect.mean, 0.0, 4.0), math.nan)
-    check = h._check("forced", [(flat.tasks, forced)], 4, np.random.default_rng(0))
+    check = _check("forced", [(flat.tasks, forced)], 4, np.random.default_rng(0))
     assert h.SPREAD in check.failures()
     recorded, expected = (
         h.spread(np.array([c])) for c in (check.spread_recorded, check.spread_expected)

@@ -7,7 +7,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from opar_sim.measure.stats import clopper_pearson
+from opar_sim.measure.exact_intervals import clopper_pearson
 from opar_sim.running.runner import simulate
 from opar_sim.spec.build import load_spec
 from opar_sim.studies.sprt import (

@@ -9,6 +9,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
+from opar_sim.measure.pass_k import pass_hat_k, pass_hat_ks, success_histogram
 from opar_sim.measure.stats import (
     bootstrap_mean,
     discordant,
@@ -16,9 +17,6 @@ from opar_sim.measure.stats import (
     mcnemar_exact,
     paired_difference,
     paired_interval,
-    pass_hat_k,
-    pass_hat_ks,
-    success_histogram,
     success_rate,
 )
 

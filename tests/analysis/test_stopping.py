@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from opar_sim.cli.main import main
-from opar_sim.measure.stats import group_resample_counts, ratio_estimates
+from opar_sim.measure.group_bootstrap import group_resample_counts, ratio_estimates
 from opar_sim.spec.schema import SpecError
 from opar_sim.traces import import_traces
 from opar_sim.traces.advise import cap_table, restart_success, restarts, smallest_cap

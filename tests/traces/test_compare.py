@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from opar_sim.cli.main import main
-from opar_sim.measure.stats import pass_hat_k
+from opar_sim.measure.pass_k import pass_hat_k
 from opar_sim.rundir import read_jsonl
 from opar_sim.running.runner import run_experiment
 from opar_sim.spec.build import load_spec

@@ -1,54 +1,3 @@
-# ruff: noqa: E501  (the page's script and style sheet are JavaScript and CSS, not Python)
-"""The report page's style sheet and script (plain JavaScript, no library, no network).
-
-The script reads the JSON the report embeds (``report-data``) and the inline
-SVG figures, whose artists carry ids of the form ``<figure>-ctl--<controller>--...``
-and ``<figure>-raster--<controller>`` (set as matplotlib gids by the figure code).
-"""
-
-STYLE = """
-* { box-sizing: border-box; }
-body { font-family: system-ui, sans-serif; max-width: 1100px; margin: 1em auto; padding: 0 1em;
-  color: #222; line-height: 1.35; }
-h1 { font-size: 1.5em; margin: 0.2em 0; } h2 { margin-top: 1.6em; scroll-margin-top: 5em; }
-dl.meta { display: grid; grid-template-columns: max-content 1fr; gap: 0.1em 1em; font-size: 0.85em;
-  margin: 0.5em 0; } dl.meta dt { color: #666; } dl.meta dd { margin: 0; overflow-wrap: anywhere; }
-.table { max-width: 100%; overflow-x: auto; }
-table { border-collapse: collapse; margin: 1em 0 0.3em; font-size: 0.74em; width: 100%; }
-caption { text-align: left; font-weight: bold; padding-bottom: 0.3em; }
-th, td { border: 1px solid #ccc; padding: 0.15em 0.25em; text-align: right; vertical-align: top; }
-th { background: #f4f4f4; font-weight: 600; overflow-wrap: anywhere; }
-th:first-child, td:first-child { text-align: left; font-weight: bold; }
-ul.notes { font-size: 0.75em; color: #555; margin-top: 0; }
-tr.hl td { background: #fff3c4; }
-figure { margin: 1.5em 0; } svg.fig { width: 100%; height: auto; border: 1px solid #eee; }
-figcaption { font-size: 0.85em; color: #444; }
-pre { background: #f6f6f6; padding: 1em; overflow-x: auto; font-size: 0.8em; }
-.hint { font-size: 0.85em; color: #666; }
-nav#legend { position: sticky; top: 0; background: rgba(255,255,255,0.95); padding: 0.4em 0;
-  border-bottom: 1px solid #ddd; z-index: 5; font-size: 0.85em; display: flex; flex-wrap: wrap;
-  gap: 0.4em; align-items: center; }
-nav#legend button { border: 1px solid #aaa; background: #fff; border-radius: 1em;
-  padding: 0.15em 0.7em; cursor: pointer; font: inherit; }
-nav#legend button[aria-pressed='false'] { opacity: 0.35; text-decoration: line-through; }
-nav#legend i { display: inline-block; width: 0.8em; height: 0.8em; border-radius: 50%;
-  margin-right: 0.3em; vertical-align: -0.05em; }
-#tip { position: fixed; pointer-events: none; background: #222; color: #fff; font-size: 0.78em;
-  padding: 0.3em 0.5em; border-radius: 4px; display: none; z-index: 10; max-width: 22em; }
-.scroll { max-height: 22em; overflow-y: auto; border: 1px solid #ddd; }
-.scroll table { margin: 0; } .scroll tr { cursor: pointer; } .scroll tr:hover td { background: #eef; }
-#episode-filter { font-size: 0.85em; margin: 0.4em 0; }
-#trace table { table-layout: fixed; } #trace td { overflow-wrap: anywhere; text-align: left; }
-#trace td.n { text-align: right; }
-#trace tr.replan td { background: #fdebd9; } #trace tr.terminate td { background: #dde8f5; }
-#trace tr.diverge td { outline: 2px solid #c51b8a; outline-offset: -2px; }
-#trace .over { color: #b30000; font-weight: bold; } #trace .in { color: #1a7a2e; font-weight: bold; }
-#trace .cf { color: #c51b8a; font-weight: bold; }
-#trace svg { width: 100%; height: auto; }
-.kv { font-size: 0.85em; }
-"""
-
-SCRIPT = r"""
 (function () {
   'use strict';
   const D = JSON.parse(document.getElementById('report-data').textContent);
@@ -344,4 +293,3 @@ SCRIPT = r"""
   if (m) openTrace(decodeURIComponent(m[1]));
   window.oparOpenTrace = openTrace;
 })();
-"""
