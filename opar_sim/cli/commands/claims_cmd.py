@@ -26,15 +26,14 @@ from opar_sim.rundir import prepare_out_dir
 from opar_sim.running.executors import open_executor
 from opar_sim.studies.claims import (
     EPISODES,
-    EVAL_SEEDS,
     QUICK_EPISODES,
-    QUICK_SEEDS,
     ClaimResult,
     claims,
     format_value,
     run_claims,
     write_claims,
 )
+from opar_sim.studies.seeds import EVAL_SEEDS, QUICK_SEEDS
 
 NAME = "claims"
 HELP = "regenerate every number the docs state (docs/results.md), with intervals and verdicts"
