@@ -3,7 +3,7 @@
 The protocol (``opar-sim shootout SPEC``):
 
 1. **Same budget.**  Every contender is searched by the project's one Optuna
-   search (``experiment.tune.minimize``) with the same sampler and sampler
+   search (``opar_sim.running.search.minimize``) with the same sampler and sampler
    seed, the same number of trials and the same training episodes
    (``TRAIN_SEED``, episodes 0 .. train_episodes − 1: common random numbers
    within and across contenders).  The space is the controller's documented
@@ -28,7 +28,7 @@ failure + weighted tokens + replan rate), or failure alone without one.
 **Screening** (``shootout --engine batch``): a contender has its trials scored on the
 lockstep batch engine (through its array twin, or its scalar law row by row); its
 ``finalists`` best distinct trials are re-scored on the SimPy engine on the same
-training episodes, the lowest SimPy objective wins (``experiment.tune.confirm_finalists``,
+training episodes, the lowest SimPy objective wins (``opar_sim.studies.finalists``,
 as ``tune --engine batch``), and the held-out seeds are always scored on the SimPy
 engine.  A contender the batch engine cannot run is searched on the SimPy engine with
 the same trials and episodes.
@@ -47,8 +47,9 @@ import numpy as np
 from opar_sim.core.registry import Registry
 from opar_sim.measure.paired import paired_against, paired_columns
 from opar_sim.measure.stats import Estimate, discordant, holm, mcnemar_exact
-from opar_sim.running.search import Evaluate, Finalist, Trial, confirm_finalists, minimize
+from opar_sim.running.search import Evaluate, minimize
 from opar_sim.spec.schema import Objective, ParamRange
+from opar_sim.studies.finalists import Finalist, Trial, confirm_finalists
 from opar_sim.studies.seeds import HOLDOUT_SEED, TUNING_SEED
 
 TRAIN_SEED = TUNING_SEED  # training episodes (reports use EVAL_SEEDS)
