@@ -8,7 +8,7 @@ The protocol (``opar-sim refit``), the same for every controller:
 * **Seeds**: the tuning seed ``TUNING_SEED`` (100, the shoot-out's training
   seed); reports quote spec seeds 0-3, the claims tests seeds 11 and 12, the
   held-out checks seed 1,000,003.  No default is fitted on a seed a report uses.
-* **Search**: the project's one Optuna search (``experiment.tune.minimize``)
+* **Search**: the project's one Optuna search (``opar_sim.running.search.minimize``)
   over the controller's documented ``SPACE``, with the same sampler, sampler
   seed, trials and episodes for every controller; the previous defaults are
   the first trial, so a fit can only improve the training objective.
@@ -42,7 +42,8 @@ from opar_sim.measure.paired import paired_against, paired_columns
 from opar_sim.measure.stats import Estimate, mcnemar_exact
 from opar_sim.running.search import Evaluate
 from opar_sim.spec.schema import Objective, ParamRange
-from opar_sim.studies.shootout import HOLDOUT_SEED, TRAIN_SEED, contender_space, tune_contender
+from opar_sim.studies.contender import TRAIN_SEED, contender_space, tune_contender
+from opar_sim.studies.seeds import HOLDOUT_SEED
 
 TUNING_SEED = TRAIN_SEED
 SPECS = ("experiments/flight_booking.toml", "experiments/research_qa_faults.toml")
@@ -173,7 +174,7 @@ def refit(
     Returns:
         The previous and the fitted (rounded) defaults with their held-out comparison.
     """
-    from opar_sim.studies.shootout import Budget
+    from opar_sim.studies.contender import Budget
 
     space = contender_space(factory, confirm=False)
     previous = shipped_defaults(factory)

@@ -25,7 +25,8 @@ from opar_sim.studies.claims import (
     verdict,
     write_claims,
 )
-from opar_sim.studies.shootout import HOLDOUT_SEED, TRAIN_SEED
+from opar_sim.studies.seeds import HOLDOUT_SEED
+from opar_sim.studies.seeds import TUNING_SEED as TRAIN_SEED
 from tests.conftest import EXPERIMENTS
 
 ROOT = EXPERIMENTS.parent

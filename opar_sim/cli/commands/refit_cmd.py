@@ -28,6 +28,7 @@ from opar_sim.rundir import write_json
 from opar_sim.running.executors import open_executor
 from opar_sim.running.search import executor_evaluate
 from opar_sim.spec.build import load_spec, parse_spec
+from opar_sim.studies.contender import EXCLUDED, contender_data
 from opar_sim.studies.refit import (
     OBJECTIVE,
     RECORD,
@@ -37,7 +38,7 @@ from opar_sim.studies.refit import (
     pooled,
     refit,
 )
-from opar_sim.studies.shootout import EXCLUDED, HOLDOUT_SEED, contender_data
+from opar_sim.studies.seeds import HOLDOUT_SEED
 
 NAME = "refit"
 HELP = "re-fit every controller's defaults on the tuning seed and check them on held-out seeds"
