@@ -259,4 +259,27 @@ def _execute(
 
 # --- the studies (opar_sim.studies), one protocol each: tune, shootout, refit, claims ---------
 
+from opar_sim.studies.claims import ClaimsBudget, ClaimsResult, claims  # noqa: E402
+from opar_sim.studies.contender import Budget as ShootoutBudget  # noqa: E402
+from opar_sim.studies.gains import TuneResult  # noqa: E402
+from opar_sim.studies.refit import RefitBudget, RefitResult, refit  # noqa: E402
+from opar_sim.studies.shootout import ShootoutResult, shootout  # noqa: E402
+from opar_sim.studies.tune import TuneBudget, tune  # noqa: E402
+
+__all__ += [
+    "ClaimsBudget",
+    "ClaimsResult",
+    "RefitBudget",
+    "RefitResult",
+    "ShootoutBudget",
+    "ShootoutResult",
+    "TuneBudget",
+    "TuneResult",
+    "claims",
+    "refit",
+    "shootout",
+    "tune",
+]
+
+
 # --- the studies (opar_sim.studies), one protocol each: ablation, sprt, detectors, relay, memory

@@ -1,20 +1,14 @@
-"""Black-box gain tuning with Optuna, scored honestly on held-out seeds.
+"""The one Optuna search of opar-sim, and the evaluations it scores.
 
-Every trial runs the same training seed set (common random numbers, so trials
-are compared on paired samples).  The best gains found are then re-scored on
-a held-out seed set beside the spec's own gains, because best-of-N on the
-training seeds is biased upward; the difference comes with a paired
-bootstrap interval.
+``minimize`` asks, scores and tells: every search of the project (``tune``, the
+shoot-out, the defaults' re-fit, the relay check) is this loop, with a journal on
+disk that makes an interrupted search resume exactly.  An ``Evaluate`` runs a spec
+with a trial's dotted-path parameters on a seed set and returns the episode rows,
+without writing files: on an executor (``executor_evaluate``, the SimPy engine) or
+in this process on the lockstep batch engine (``batch_evaluate``).
 
-The objective, minimised, is per episode
-``failure·(1 − success) + tokens·n_tokens + replan_rate·replans/steps``,
-averaged over episodes, with the weights given in the spec.
-
-With a ``confirm`` evaluation (``tune --engine batch``) the search screens
-with a fast evaluation (the lockstep batch engine) and the best ``finalists``
-trials are re-scored with ``confirm`` (the SimPy engine, the reference) on the
-same training seed; the best confirmed trial is returned, and the held-out
-scoring runs on ``confirm`` too.
+The protocols built on it (what a trial is scored on, the finalists, the held-out
+comparison) are the studies': ``opar_sim.studies.tune``, ``opar_sim.studies.shootout``.
 """
 
 from __future__ import annotations
@@ -23,7 +17,6 @@ import math
 import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Executor
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -33,57 +26,7 @@ from opar_sim.measure.stats import bootstrap_mean
 from opar_sim.running.chunks import plan_chunks
 from opar_sim.running.runner import run_in_order
 from opar_sim.spec.edit import changed
-from opar_sim.spec.schema import Objective, ParamRange, TuneSpec
-
-
-@dataclass
-class Trial:
-    """One scored assignment: its number, parameters, training score and success rate."""
-
-    number: int
-    params: dict[str, float]
-    score: float
-    success_rate: float
-
-
-@dataclass
-class Holdout:
-    """Defaults and best gains on the same held-out seeds."""
-
-    default_score: float
-    best_score: float
-    improvement: float  # default − best: > 0 means the tuned gains are better
-    improvement_ci95: tuple[float, float]
-    default_success: float
-    best_success: float
-
-
-@dataclass
-class Finalist:
-    """A screened trial re-scored on the confirming engine, the same training seed."""
-
-    number: int
-    params: dict[str, float]
-    screen_score: float  # on the screening engine (the trial's own score)
-    score: float  # on the confirming engine
-    success_rate: float  # on the confirming engine
-
-
-@dataclass
-class TuneResult:
-    """The outcome of ``tune``: the best gains, every trial and the held-out comparison.
-
-    ``best_train_score`` is on the confirming engine when there are finalists,
-    else on the one engine the trials ran on.
-    """
-
-    best_params: dict[str, float]
-    best_train_score: float
-    holdout: Holdout
-    trials: list[Trial] = field(default_factory=list)
-    importances: dict[str, float] = field(default_factory=dict)
-    finalists: list[Finalist] = field(default_factory=list)
-
+from opar_sim.spec.schema import ParamRange
 
 # scores a list of parameter assignments on a seed set: one list of rows per assignment
 Evaluate = Callable[[dict[str, float] | None, int, int], list[dict[str, Any]]]
@@ -234,144 +177,6 @@ def minimize(
     return study, scored
 
 
-def tune(
-    spec: TuneSpec,
-    evaluate: Evaluate,
-    seed: int,
-    on_trial: Callable[[Trial], None] | None = None,
-    *,
-    storage: Any = None,
-    resume: bool = False,
-    confirm: Evaluate | None = None,
-    finalists: int = 5,
-) -> TuneResult:
-    """Search the space with Optuna on the training seeds, then score on held-out seeds.
-
-    Args:
-        spec: The ``[tune]`` table: space, objective, trials, seeds.
-        evaluate: ``evaluate(params, episodes, seed)`` runs the spec with ``params``
-            applied (None: the spec's own values) and returns the episode rows.
-        seed: The training seed (and the sampler's).
-        on_trial: Called with each finished trial (the resumed ones included).
-        storage: An Optuna storage keeping the trials (``journal_storage``).
-        resume: Finish the study kept in ``storage``.
-        confirm: An evaluation of reference (the SimPy engine) when ``evaluate``
-            screens (the batch engine): the best ``finalists`` distinct trials are
-            re-scored with it on the training seed, the best of those wins, and
-            the held-out scoring uses it.
-        finalists: How many screened trials ``confirm`` re-scores.
-
-    Returns:
-        The best parameters, their training score and the held-out comparison.
-    """
-    trials: list[Trial] = []
-
-    def objective(params: dict[str, float]) -> tuple[float, dict[str, Any]]:
-        rows = evaluate(params, spec.train_episodes, seed)
-        score = mean_score(spec.objective, rows)
-        return score, {"success_rate": success_rate(rows)}
-
-    last_rate = [0.0]
-
-    def scored_objective(params: dict[str, float]) -> tuple[float, dict[str, Any]]:
-        score, attrs = objective(params)
-        last_rate[0] = attrs["success_rate"]
-        return score, attrs
-
-    def record(number: int, params: dict[str, float], score: float) -> None:
-        trial = Trial(number, params, score, last_rate[0])
-        trials.append(trial)
-        if on_trial is not None:
-            on_trial(trial)
-
-    study, scored = minimize(
-        spec.space,
-        scored_objective,
-        spec.trials,
-        seed,
-        sampler=spec.sampler,
-        storage=storage,
-        resume=resume,
-        on_trial=record,
-    )
-    if len(trials) < len(scored):  # the trials a resumed study already had
-        from optuna.trial import TrialState
-
-        kept = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
-        earlier = [
-            Trial(k, dict(t.params), float(t.value), float(t.user_attrs.get("success_rate", 0.0)))
-            for k, t in enumerate(kept[: len(scored) - len(trials)])
-        ]
-        trials[:0] = earlier
-    best = min(trials, key=lambda t: (t.score, t.number))
-    best_params, best_score = best.params, best.score
-    confirmed: list[Finalist] = []
-    reference = evaluate
-    if confirm is not None:
-        reference = confirm
-        confirmed = confirm_finalists(
-            spec.objective, spec.train_episodes, trials, confirm, seed, finalists
-        )
-        winner = min(confirmed, key=lambda f: (f.score, f.number))
-        best_params, best_score = winner.params, winner.score
-    default_rows = reference(None, spec.holdout_episodes, spec.holdout_seed)
-    best_rows = reference(best_params, spec.holdout_episodes, spec.holdout_seed)
-    return TuneResult(
-        best_params=best_params,
-        best_train_score=best_score,
-        holdout=compare_holdout(spec.objective, default_rows, best_rows, seed),
-        trials=trials,
-        importances=_importances(study) if len(spec.space) > 1 else {},
-        finalists=confirmed,
-    )
-
-
-def confirm_finalists(
-    objective: Objective,
-    train_episodes: int,
-    trials: Sequence[Trial],
-    confirm: Evaluate,
-    seed: int,
-    count: int,
-) -> list[Finalist]:
-    """Re-score the ``count`` best distinct screened trials with ``confirm``, training seed.
-
-    Args:
-        objective: The per-episode objective.
-        train_episodes: Episodes of each re-score (the screening's training episodes).
-        trials: The screened trials.
-        confirm: The evaluation of reference.
-        seed: The training seed.
-        count: How many finalists (at least 1).
-
-    Returns:
-        The finalists in screening order (best screened first).
-    """
-    ranked = sorted(trials, key=lambda t: (t.score, t.number))
-    chosen: list[Trial] = []
-    for trial in ranked:  # a repeated assignment (an enqueued one sampled again) counts once
-        if all(trial.params != c.params for c in chosen):
-            chosen.append(trial)
-        if len(chosen) == max(1, count):
-            break
-    out = []
-    for trial in chosen:
-        rows = confirm(trial.params, train_episodes, seed)
-        score = mean_score(objective, rows)
-        out.append(Finalist(trial.number, trial.params, trial.score, score, success_rate(rows)))
-    return out
-
-
-def mean_score(objective: Objective, rows: Sequence[Mapping[str, Any]]) -> float:
-    """The objective averaged over episode rows."""
-    return float(np.mean([objective.episode_score(r) for r in rows]))
-
-
-def success_rate(rows: Sequence[Mapping[str, Any]]) -> float:
-    """The share of episode rows that succeeded."""
-    return float(np.mean([bool(r["success"]) for r in rows]))
-
-
 def paired_bootstrap(
     a: Sequence[float], b: Sequence[float], seed: int, resamples: int = 4000
 ) -> tuple[float, float]:
@@ -381,28 +186,8 @@ def paired_bootstrap(
     return (estimate.low, estimate.high)
 
 
-def compare_holdout(
-    objective: Objective,
-    default_rows: Sequence[Mapping[str, Any]],
-    best_rows: Sequence[Mapping[str, Any]],
-    seed: int,
-) -> Holdout:
-    """Score both on the same held-out episodes; pair them by episode index."""
-    default_rows = sorted(default_rows, key=lambda r: int(r["episode"]))
-    best_rows = sorted(best_rows, key=lambda r: int(r["episode"]))
-    d = [objective.episode_score(r) for r in default_rows]
-    b = [objective.episode_score(r) for r in best_rows]
-    return Holdout(
-        default_score=float(np.mean(d)),
-        best_score=float(np.mean(b)),
-        improvement=float(np.mean(d) - np.mean(b)),
-        improvement_ci95=paired_bootstrap(d, b, seed),
-        default_success=success_rate(default_rows),
-        best_success=success_rate(best_rows),
-    )
-
-
-def _importances(study: Any) -> dict[str, float]:
+def importances(study: Any) -> dict[str, float]:
+    """Optuna's parameter importances of a finished study (empty when it cannot say)."""
     import warnings
 
     import optuna
@@ -419,16 +204,6 @@ def _importances(study: Any) -> dict[str, float]:
 def apply_params(data: dict[str, Any], params: Mapping[str, float]) -> dict[str, Any]:
     """A copy of spec data with the tuned values set at their paths (``edit.changed``)."""
     return changed(data, params)
-
-
-def toml_snippet(params: Mapping[str, float]) -> str:
-    """The best values as TOML tables, ready to paste into a spec."""
-    tables: dict[str, list[str]] = {}
-    for path, value in params.items():
-        table, _, key = path.rpartition(".")
-        text = str(value) if isinstance(value, int) else f"{value:.6g}"
-        tables.setdefault(table, []).append(f"{key} = {text}")
-    return "\n\n".join(f"[{t}]\n" + "\n".join(lines) for t, lines in tables.items()) + "\n"
 
 
 def rows_of(chunks_results: Iterator[str]) -> list[dict[str, Any]]:

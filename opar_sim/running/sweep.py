@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from opar_sim.measure.table import TextTable
 from opar_sim.rundir import RunDirError, prepare_out_dir, read_json, write_json
 from opar_sim.running.runner import run_many
 from opar_sim.spec.edit import sweep_points
@@ -29,6 +30,36 @@ class SweepResult:
 
     out: Path
     rows: list[dict[str, Any]]
+
+    def table(self) -> TextTable:
+        """One row per point and controller: the assignment, success and cost."""
+        paths = list(self.rows[0]["assignment"]) if self.rows else []
+        columns = [path.rsplit(".", 1)[-1] for path in paths]
+        columns += ["controller", "success", "95% CI", "steps", "tokens", "replans"]
+        rows = []
+        for row in self.rows:
+            for name, s in row["summary"].items():
+                lo, hi = s["success_ci95"]
+                rows.append(
+                    [
+                        *(_label(row["assignment"][p]) for p in paths),
+                        name,
+                        f"{s['success_rate']:.1%}",
+                        f"{lo:.0%}-{hi:.0%}",
+                        f"{s['mean_steps']:.1f}",
+                        f"{s['mean_tokens']:,.0f}",
+                        f"{s['mean_replans']:.2f}",
+                    ]
+                )
+        return TextTable("sweep: means per episode", columns, rows, [], left=0, bold=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The sweep directory and its points (``sweep_summary.json`` holds ``points``)."""
+        return {"out": str(self.out), "points": self.rows}
+
+
+def _label(value: object) -> str:
+    return f"{value:.4g}" if isinstance(value, float) else str(value)
 
 
 def run_sweep(

@@ -8,7 +8,7 @@ The protocol (``opar-sim refit``), the same for every controller:
 * **Seeds**: the tuning seed ``TUNING_SEED`` (100, the shoot-out's training
   seed); reports quote spec seeds 0-3, the claims tests seeds 11 and 12, the
   held-out checks seed 1,000,003.  No default is fitted on a seed a report uses.
-* **Search**: the project's one Optuna search (``experiment.tune.minimize``)
+* **Search**: the project's one Optuna search (``opar_sim.running.search.minimize``)
   over the controller's documented ``SPACE``, with the same sampler, sampler
   seed, trials and episodes for every controller; the previous defaults are
   the first trial, so a fit can only improve the training objective.
@@ -25,24 +25,41 @@ The protocol (``opar-sim refit``), the same for every controller:
   McNemar, the objective difference with a paired bootstrap interval.
 
 The record (``docs/defaults-fit.json``) is what the controllers' signatures
-must equal; ``tests/analysis/test_defaults.py`` checks that.
+must equal; ``tests/analysis/test_defaults.py`` checks that.  The study is
+``refit(specs, budget, executor)``; its result's ``to_dict()`` is the record.
 """
 
 from __future__ import annotations
 
 import inspect
 import math
+import os
+import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from controllers.registry import CONTROLLERS
 from opar_sim.measure.paired import paired_against, paired_columns
 from opar_sim.measure.stats import Estimate, mcnemar_exact
-from opar_sim.running.search import Evaluate
-from opar_sim.spec.schema import Objective, ParamRange
-from opar_sim.studies.shootout import HOLDOUT_SEED, TRAIN_SEED, contender_space, tune_contender
+from opar_sim.measure.table import TextTable
+from opar_sim.running.executors import ExecutorConfig, open_executor
+from opar_sim.running.search import Evaluate, executor_evaluate
+from opar_sim.spec.build import load_spec, parse_spec
+from opar_sim.spec.schema import ExperimentSpec, Objective, ParamRange, SpecError
+from opar_sim.studies.contender import (
+    EXCLUDED,
+    TRAIN_SEED,
+    Budget,
+    contender_data,
+    contender_space,
+    tune_contender,
+)
+from opar_sim.studies.result import IN_PROCESS
+from opar_sim.studies.seeds import HOLDOUT_SEED
 
 TUNING_SEED = TRAIN_SEED
 SPECS = ("experiments/flight_booking.toml", "experiments/research_qa_faults.toml")
@@ -150,7 +167,7 @@ class Refit:
         }
 
 
-def refit(
+def refit_controller(
     name: str,
     factory: Any,
     evaluate: Evaluate,
@@ -173,8 +190,6 @@ def refit(
     Returns:
         The previous and the fitted (rounded) defaults with their held-out comparison.
     """
-    from opar_sim.studies.shootout import Budget
-
     space = contender_space(factory, confirm=False)
     previous = shipped_defaults(factory)
     budget = Budget(trials, train_episodes, holdout_episodes, "tpe", TUNING_SEED, HOLDOUT_SEED)
@@ -209,3 +224,194 @@ def refit(
         p_mcnemar=mcnemar_exact(*pair.discordant),
         objective_diff=pair.objective_diff,
     )
+
+
+@dataclass(frozen=True)
+class RefitBudget:
+    """What every controller's re-fit may spend (episodes per task; the same for each)."""
+
+    trials: int = 40
+    train_episodes: int = 300  # per task and trial, on TUNING_SEED
+    holdout_episodes: int = 1000  # per task, on HOLDOUT_SEED
+
+
+DEFAULT_BUDGET = RefitBudget()  # the budget docs/defaults-fit.json was fitted with
+
+
+def _params(params: dict[str, float]) -> str:
+    return " ".join(f"{k.rsplit('.', 1)[1]}={v:g}" for k, v in params.items())
+
+
+@dataclass
+class RefitResult:
+    """Every controller's re-fit: the record the shipped signatures must match."""
+
+    specs: list[str]  # the tasks' spec files, pooled
+    budget: RefitBudget
+    controllers: list[Refit]
+    wall_seconds: float = field(default=0.0, compare=False)
+
+    def table(self) -> TextTable:
+        """Previous and fitted defaults, training objectives and the paired held-out check."""
+        rows = []
+        for r in self.controllers:
+            e = r.objective_diff
+            rows.append(
+                [
+                    r.name,
+                    _params(r.previous),
+                    _params(r.fitted),
+                    f"{r.train_previous:.4f} → {r.train_fitted:.4f}",
+                    f"{100 * r.success_previous:.1f} → {100 * r.success_fitted:.1f}",
+                    f"{r.discordant[0]}/{r.discordant[1]}",
+                    f"{r.p_mcnemar:.3f}",
+                    f"{e.mean:+.4f} [{e.low:+.4f}, {e.high:+.4f}]",
+                ]
+            )
+        return TextTable(
+            "defaults re-fitted on the tuning seed",
+            [
+                "controller",
+                "previous",
+                "fitted (ships)",
+                "train objective",
+                "held-out success %",
+                "b/c",
+                "McNemar p",
+                "Δ objective held out (95% CI)",
+            ],
+            rows,
+            [
+                "objective: 1 − success + 3e-6·tokens, pooled over flight_booking and "
+                "research_qa_faults; b/c: held-out episodes only the fit / only the previous "
+                "defaults solved; Δ < 0: the fit is better"
+            ],
+            left=3,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """The record (``docs/defaults-fit.json``): the protocol and every controller's fit."""
+        return {
+            "protocol": {
+                "specs": list(self.specs),
+                "tuning_seed": TUNING_SEED,
+                "holdout_seed": HOLDOUT_SEED,
+                "trials": self.budget.trials,
+                "sampler": "tpe",
+                "train_episodes_per_task": self.budget.train_episodes,
+                "holdout_episodes_per_task": self.budget.holdout_episodes,
+                "objective": OBJECTIVE.model_dump(),
+                "rounding": "two significant digits; integers stay integers",
+            },
+            "controllers": [r.to_dict() for r in self.controllers],
+        }
+
+
+def fitted_controllers() -> list[str]:
+    """The controllers a re-fit covers: every registered one with a ``SPACE``, but the oracle."""
+    return [
+        n
+        for n in CONTROLLERS.names()
+        if n not in EXCLUDED and getattr(CONTROLLERS.factories[n], "SPACE", None)
+    ]
+
+
+@dataclass(frozen=True)
+class RefitPlan:
+    """A re-fit checked before any episode runs: the controllers, the tasks' specs, the budget."""
+
+    names: list[str]
+    paths: list[str]
+    specs: list[ExperimentSpec]
+    budget: RefitBudget = DEFAULT_BUDGET
+
+    def run(
+        self, executor: ExecutorConfig, on_trial: Callable[[], None] | None = None
+    ) -> RefitResult:
+        """Re-fit each controller on the pooled tasks and check it on the held-out seed.
+
+        Args:
+            executor: Where the episodes run.
+            on_trial: Called after each trial of each controller.
+
+        Returns:
+            Every controller's re-fit.
+        """
+        started, b = time.perf_counter(), self.budget
+        results: list[Refit] = []
+        with open_executor(executor) as pool:
+            for name in self.names:
+                evaluate = pooled(
+                    [
+                        executor_evaluate(
+                            contender_data(s.model_dump(), name) | {"controller": {"name": name}},
+                            pool,
+                            executor.parallelism,
+                            parse_spec,
+                        )
+                        for s in self.specs
+                    ]
+                )
+                factory = CONTROLLERS.factories[name]
+                results.append(
+                    refit_controller(
+                        name,
+                        factory,
+                        evaluate,
+                        b.trials,
+                        b.train_episodes,
+                        b.holdout_episodes,
+                        on_trial,
+                    )
+                )
+        return RefitResult(self.paths, b, results, time.perf_counter() - started)
+
+
+def plan_refit(
+    specs: Sequence[str | os.PathLike[str]] = SPECS,
+    budget: RefitBudget = DEFAULT_BUDGET,
+    *,
+    controllers: Sequence[str] | None = None,
+) -> RefitPlan:
+    """Load the tasks' specs and check the controllers before any episode runs.
+
+    Args:
+        specs: The tasks' spec files, pooled with equal weight.
+        budget: Trials and episodes per task.
+        controllers: The controllers to re-fit (default: ``fitted_controllers()``).
+
+    Returns:
+        The plan.
+
+    Raises:
+        SpecError: a spec that does not load, or a controller with no ``SPACE`` to fit.
+    """
+    fitted = fitted_controllers()
+    names = list(controllers) if controllers is not None else fitted
+    if not names or any(n not in fitted for n in names):
+        raise SpecError(f"controllers: choose among {', '.join(fitted)}")
+    return RefitPlan(names, [str(p) for p in specs], [load_spec(Path(p)) for p in specs], budget)
+
+
+def refit(
+    specs: Sequence[str | os.PathLike[str]] = SPECS,
+    budget: RefitBudget = DEFAULT_BUDGET,
+    executor: ExecutorConfig = IN_PROCESS,
+    *,
+    controllers: Sequence[str] | None = None,
+    on_trial: Callable[[], None] | None = None,
+) -> RefitResult:
+    """Re-fit controllers' defaults on the tuning seed and check them on the held-out seed.
+
+    Args:
+        specs: The tasks' spec files (default: the two shoot-out tasks), pooled.
+        budget: Trials and episodes per task.
+        executor: Where the episodes run (default: in this process).
+        controllers: The controllers (default: every one with a ``SPACE``, but the oracle).
+        on_trial: Called after each trial.
+
+    Returns:
+        Every controller's previous and fitted defaults (``.table()``, ``.to_dict()``: the
+        record ``docs/defaults-fit.json`` holds).
+    """
+    return plan_refit(specs, budget, controllers=controllers).run(executor, on_trial)

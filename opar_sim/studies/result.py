@@ -14,6 +14,10 @@ from __future__ import annotations
 from typing import Any, Protocol, runtime_checkable
 
 from opar_sim.measure.table import TextTable
+from opar_sim.running.executors import ExecutorConfig
+
+IN_PROCESS = ExecutorConfig("serial", 1)
+"""A study's default executor: every episode in this process, one after another."""
 
 
 @runtime_checkable

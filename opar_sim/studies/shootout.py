@@ -3,13 +3,14 @@
 The protocol (``opar-sim shootout SPEC``):
 
 1. **Same budget.**  Every contender is searched by the project's one Optuna
-   search (``experiment.tune.minimize``) with the same sampler and sampler
+   search (``opar_sim.running.search.minimize``) with the same sampler and sampler
    seed, the same number of trials and the same training episodes
    (``TRAIN_SEED``, episodes 0 .. train_episodes − 1: common random numbers
    within and across contenders).  The space is the controller's documented
    ``SPACE`` (a class attribute in ``controllers/``) plus the shared stop
    confirmation ``guards.confirm`` (1..3 consecutive TERMINATE decisions), so
-   no law is denied the confirmation another one has built in.
+   no law is denied the confirmation another one has built in
+   (``opar_sim.studies.contender``).
 2. **Unseen seeds.**  The best assignment of each contender (lowest training
    objective) is scored on ``HOLDOUT_SEED``, which no default, no report and
    no tuning trial has used; every contender sees the same held-out worlds.
@@ -22,406 +23,342 @@ The protocol (``opar-sim shootout SPEC``):
    beat it significantly (higher success, Holm-adjusted p < ``ALPHA``); so
    every contender not significantly worse than the best shares rank 1.
 
-The objective is the spec's ``[tune.objective]`` (``experiment.spec.Objective``:
+The objective is the spec's ``[tune.objective]`` (``opar_sim.spec.schema.Objective``:
 failure + weighted tokens + replan rate), or failure alone without one.
 
 **Screening** (``shootout --engine batch``): a contender has its trials scored on the
 lockstep batch engine (through its array twin, or its scalar law row by row); its
 ``finalists`` best distinct trials are re-scored on the SimPy engine on the same
-training episodes, the lowest SimPy objective wins (``experiment.tune.confirm_finalists``,
+training episodes, the lowest SimPy objective wins (``opar_sim.studies.finalists``,
 as ``tune --engine batch``), and the held-out seeds are always scored on the SimPy
 engine.  A contender the batch engine cannot run is searched on the SimPy engine with
 the same trials and episodes.
+
+The study is ``shootout(spec, budget, executor)``; ``plan_shootout`` checks every
+contender before any episode runs (the command prints what it found, then runs the plan).
 """
 
 from __future__ import annotations
 
-import inspect
-from collections.abc import Callable, Mapping, Sequence
+import os
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from itertools import combinations
-from typing import Any
+from pathlib import Path
+from typing import Any, Literal
 
-import numpy as np
+from controllers.registry import CONTROLLERS
+from opar_sim.engines.batch import batch_unsupported
+from opar_sim.measure.stats import Estimate
+from opar_sim.measure.table import TextTable
+from opar_sim.rundir import prepare_out_dir, write_json
+from opar_sim.running.executors import ExecutorConfig, open_executor
+from opar_sim.running.search import apply_params, batch_evaluate, executor_evaluate
+from opar_sim.spec.build import load_spec, parse_spec
+from opar_sim.spec.schema import ExperimentSpec, Objective, ParamRange, SpecError
+from opar_sim.studies.contender import (
+    Budget,
+    check_space,
+    contender_data,
+    contender_space,
+    corners,
+    default_contenders,
+    tune_contender,
+)
+from opar_sim.studies.result import IN_PROCESS
+from opar_sim.studies.standings import ALPHA, PairTest, Standing, standings, standings_json
 
-from opar_sim.core.registry import Registry
-from opar_sim.measure.paired import paired_against, paired_columns
-from opar_sim.measure.stats import Estimate, discordant, holm, mcnemar_exact
-from opar_sim.running.search import Evaluate, Finalist, Trial, confirm_finalists, minimize
-from opar_sim.spec.schema import Objective, ParamRange
-from opar_sim.studies.seeds import HOLDOUT_SEED, TUNING_SEED
+Engine = Literal["simpy", "batch"]
+DEFAULT_BUDGET = Budget()  # the documented budget: 40 trials, 300 training, 2000 held out
 
-TRAIN_SEED = TUNING_SEED  # training episodes (reports use EVAL_SEEDS)
-ALPHA = 0.05
-CONFIRM_PATH = "guards.confirm"
-CONFIRM_RANGE = ParamRange(low=1, high=3, integer=True)
-EXCLUDED = ("oracle",)  # reads the hidden state: a reference, not a contender
+
+def _ci(e: Estimate, scale: float = 1.0, fmt: str = "+.1f") -> str:
+    return f"{e.mean * scale:{fmt}} [{e.low * scale:{fmt}}, {e.high * scale:{fmt}}]" if e.n else "–"
+
+
+def _p(p: float) -> str:
+    return f"{p:.2g}" if p < 0.001 else f"{p:.3f}"
+
+
+@dataclass
+class ShootoutResult:
+    """A finished shoot-out: the standings on the held-out seeds and every pair's test."""
+
+    name: str  # the spec's
+    budget: Budget
+    objective: Objective
+    standings: list[Standing]
+    pairs: list[PairTest]
+    engine: Engine = "simpy"  # where the trials were scored ("batch": screened)
+    finalists: int = 5  # with engine "batch": screened trials re-scored on SimPy
+    skipped: dict[str, str] = field(default_factory=dict)  # contender -> why it sat out
+    wall_seconds: float = 0.0
+
+    def table(self) -> TextTable:
+        """The tuned ranking: held-out success and paired differences against the best."""
+        budget = self.budget
+        columns = [
+            "rank",
+            "controller",
+            "success % (95% CI)",
+            "Δ success pts",
+            "b/c",
+            "McNemar p",
+            "Holm p",
+            "objective",
+            "Δ objective (95% CI)",
+            "tokens",
+            "Δ tokens (95% CI)",
+        ]
+        rows = []
+        best = self.standings[0].name if self.standings else ""
+        for s in self.standings:
+            lo, hi = s.success_ci95
+            is_best = s.name == best
+            rows.append(
+                [
+                    str(s.rank),
+                    s.name + (" (best)" if is_best else ""),
+                    f"{100 * s.success:.1f} [{100 * lo:.1f}, {100 * hi:.1f}]",
+                    "" if is_best else f"{100 * s.success_diff:+.1f}",
+                    "" if is_best else f"{s.discordant[0]}/{s.discordant[1]}",
+                    "" if is_best else _p(s.p_mcnemar),
+                    "" if is_best else _p(s.p_holm),
+                    f"{s.objective:.4f}",
+                    "" if is_best else _ci(s.objective_diff, 1.0, "+.3f"),
+                    f"{s.mean_tokens:.0f}",
+                    "" if is_best else _ci(s.tokens_diff, 1.0, "+.0f"),
+                ]
+            )
+        notes = [
+            f"every contender: {budget.trials} {budget.sampler} trials × {budget.train_episodes} "
+            f"training episodes (seed {budget.train_seed}); scored on {budget.holdout_episodes} "
+            f"held-out episodes (seed {budget.holdout_seed}), common random numbers",
+            "Δ = contender − best, paired by episode; b/c = episodes only it / only the best "
+            "solved; exact McNemar p, Holm-adjusted over all pairs; intervals: paired bootstrap",
+            f"rank = 1 + contenders with higher success and Holm p < {ALPHA}: equal ranks are ties",
+        ]
+        return TextTable("shoot-out (tuned, held out)", columns, rows, notes, left=2, bold=False)
+
+    def params_table(self) -> TextTable:
+        """Each contender's tuned assignment and its training objective."""
+        rows = [
+            [
+                s.name + (" (batch-screened)" if s.screened == "batch" else ""),
+                f"{s.train_score:.4f}",
+                ", ".join(
+                    f"{path.rsplit('.', 1)[-1]}="
+                    f"{value if isinstance(value, int) else f'{value:.3g}'}"
+                    for path, value in s.best_params.items()
+                ),
+            ]
+            for s in self.standings
+        ]
+        notes = (
+            [
+                "batch-screened: trials scored on the batch engine; train objective: the winning "
+                "finalist's SimPy re-score on the training episodes"
+            ]
+            if any(s.screened == "batch" for s in self.standings)
+            else []
+        )
+        return TextTable(
+            "tuned assignments",
+            ["controller", "train objective", "best parameters"],
+            rows,
+            notes,
+            left=3,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """What ``shootout.json`` holds: the protocol, the standings, every pair, the wall time."""
+        summary = standings_json(self.budget, self.objective, self.standings, self.pairs)
+        summary["protocol"]["engine"] = (
+            {"trials": "batch", "finalists": self.finalists, "holdout": "simpy"}
+            if self.engine == "batch"
+            else {"trials": "simpy", "holdout": "simpy"}
+        )
+        summary["wall_seconds"] = self.wall_seconds
+        return summary
 
 
 @dataclass(frozen=True)
-class Budget:
-    """What every contender gets: the same sampler, trials and seeds."""
-
-    trials: int = 40
-    train_episodes: int = 300
-    holdout_episodes: int = 2000
-    sampler: str = "tpe"
-    train_seed: int = TRAIN_SEED
-    holdout_seed: int = HOLDOUT_SEED
-
-
-@dataclass
-class Tuned:
-    """One contender after tuning: its best assignment and its held-out episode rows."""
+class Contender:
+    """A contender checked before the shoot-out: its spec data, its space, its trials' engine."""
 
     name: str
+    data: dict[str, Any]  # the spec running this controller alone (``contender_data``)
     space: dict[str, ParamRange]
-    best_params: dict[str, float]
-    train_score: float
-    trial_scores: list[float]
-    holdout_rows: list[dict[str, Any]] = field(default_factory=list)
-    # with a screening engine: the trials the reference engine re-scored (else empty)
-    finalists: list[Finalist] = field(default_factory=list)
-    screened: str = "simpy"  # the engine the trials were scored on
+    screened: bool = False  # its trials are scored on the batch engine
 
 
-@dataclass
-class Standing:
-    """One contender's held-out result, its paired differences against the best, its rank."""
+@dataclass(frozen=True)
+class ShootoutPlan:
+    """A shoot-out checked before any episode runs: the contenders that can run the spec."""
 
-    name: str
-    best_params: dict[str, float]
-    train_score: float
-    n: int
-    success: float
-    success_ci95: tuple[float, float]
-    objective: float
-    mean_tokens: float
-    rank: int
-    success_diff: float  # this − best
-    discordant: tuple[int, int]  # (only this succeeded, only the best succeeded)
-    p_mcnemar: float
-    p_holm: float
-    objective_diff: Estimate  # this − best
-    tokens_diff: Estimate  # this − best
-    screened: str = "simpy"  # the engine its trials were scored on
-    finalists: list[Finalist] = field(default_factory=list)  # re-scored on SimPy
+    spec: ExperimentSpec
+    budget: Budget
+    contenders: list[Contender]
+    engine: Engine = "simpy"
+    finalists: int = 5
+    skipped: dict[str, str] = field(default_factory=dict)
 
+    @property
+    def objective(self) -> Objective:
+        """The spec's ``[tune.objective]``, or failure alone without one."""
+        return self.spec.tune.objective if self.spec.tune is not None else Objective()
 
-@dataclass
-class PairTest:
-    """The McNemar test of one pair of contenders (the family Holm corrects)."""
+    def run(
+        self, executor: ExecutorConfig, on_trial: Callable[[], None] | None = None
+    ) -> ShootoutResult:
+        """Tune every contender with the same budget, then rank them on the held-out seeds.
 
-    a: str
-    b: str
-    only_a: int
-    only_b: int
-    p: float
-    p_holm: float
+        Args:
+            executor: Where the SimPy engine's episodes run.
+            on_trial: Called after each trial of each contender.
 
-
-def controller_space(factory: Any) -> dict[str, tuple[float, float]]:
-    """A registered controller's documented ``SPACE`` (empty when it declares none).
-
-    Args:
-        factory: The registered factory (a controller class).
-
-    Returns:
-        Parameter name -> (low, high); integer bounds mean an integer search.
-    """
-    space = getattr(factory, "SPACE", None)
-    return dict(space) if isinstance(space, Mapping) else {}
-
-
-def contender_space(factory: Any, confirm: bool = True) -> dict[str, ParamRange]:
-    """The search space of a contender: its ``SPACE`` at ``controller.params.*`` + confirm.
-
-    Args:
-        factory: The registered factory (a controller class).
-        confirm: Add the shared stop confirmation ``guards.confirm`` (1..3).
-
-    Returns:
-        Dotted spec path -> its ParamRange.
-    """
-    space = {
-        f"controller.params.{name}": ParamRange(
-            low=low, high=high, integer=isinstance(low, int) and isinstance(high, int)
+        Returns:
+            The standings and every pair's test.
+        """
+        started = time.perf_counter()
+        objective, tuned = self.objective, []
+        with open_executor(executor) as pool:
+            for c in self.contenders:
+                evaluate = executor_evaluate(c.data, pool, executor.parallelism, parse_spec)
+                screen = batch_evaluate(c.data, parse_spec) if c.screened else None
+                tuned.append(
+                    tune_contender(
+                        c.name,
+                        c.space,
+                        evaluate,
+                        objective,
+                        self.budget,
+                        on_trial,
+                        screen=screen,
+                        finalists=self.finalists,
+                    )
+                )
+        ranked, pairs = standings(tuned, objective, self.budget.holdout_seed)
+        return ShootoutResult(
+            self.spec.name,
+            self.budget,
+            objective,
+            ranked,
+            pairs,
+            self.engine,
+            self.finalists,
+            dict(self.skipped),
+            time.perf_counter() - started,
         )
-        for name, (low, high) in controller_space(factory).items()
-    }
-    if confirm:
-        space[CONFIRM_PATH] = CONFIRM_RANGE
-    return space
 
 
-def default_contenders(registry: Registry[Any]) -> list[str]:
-    """Every registered controller except the oracle, sorted."""
-    return [n for n in registry.names() if n not in EXCLUDED]
-
-
-def check_space(name: str, factory: Any) -> None:
-    """Fail (ValueError) when a ``SPACE`` names a parameter the factory does not take."""
-    try:
-        accepted = set(inspect.signature(factory).parameters)
-    except (TypeError, ValueError):
-        return
-    unknown = sorted(set(controller_space(factory)) - accepted)
-    if unknown:
-        raise ValueError(f"controller {name!r}: SPACE names unknown parameters {unknown}")
-
-
-def tune_contender(
-    name: str,
-    space: dict[str, ParamRange],
-    evaluate: Evaluate,
-    objective: Objective,
-    budget: Budget,
-    on_trial: Callable[[], None] | None = None,
-    enqueue: Sequence[Mapping[str, float]] = (),
-    finalize: Callable[[dict[str, float]], dict[str, float]] | None = None,
-    screen: Evaluate | None = None,
+def plan_shootout(
+    spec: ExperimentSpec,
+    budget: Budget = DEFAULT_BUDGET,
+    *,
+    controllers: Sequence[str] | None = None,
+    engine: Engine = "simpy",
     finalists: int = 5,
-) -> Tuned:
-    """Search one contender's space on the training seeds, then run its best on held-out seeds.
+    label: str | None = None,
+    on_skip: Callable[[str, str], None] | None = None,
+    on_unscreened: Callable[[str, str], None] | None = None,
+) -> ShootoutPlan:
+    """Check every contender's space and both its corners before any episode runs.
 
     Args:
-        name: The controller's registered name.
-        space: Dotted path -> range (``contender_space``).
-        evaluate: ``evaluate(params, episodes, seed)`` for this contender's base spec
-            (the engine of reference: it scores the held-out seeds).
-        objective: The per-episode objective to minimise.
+        spec: The spec whose task, agent and limits every contender runs.
         budget: Trials, episodes, sampler and seeds (the same for every contender).
-        on_trial: Called after each trial.
-        enqueue: Assignments scored first (e.g. the shipped defaults).
-        finalize: Turns the best assignment into the one scored held out (e.g. rounded).
-        screen: An evaluation that scores the trials instead (the batch engine); the
-            ``finalists`` best distinct trials are then re-scored with ``evaluate`` on
-            the training seed and the lowest of those wins.
-        finalists: How many screened trials ``evaluate`` re-scores.
+        controllers: The contenders (registered names); default every one but the oracle,
+            and then a law that cannot run the spec sits out instead of failing.
+        engine: ``batch``: screen each contender's trials on the batch engine where it can.
+        finalists: With ``engine="batch"``: screened trials the SimPy engine re-scores.
+        label: How messages name the spec (default: its name).
+        on_skip: Called with a default contender that sits out and why.
+        on_unscreened: Called with a contender the batch engine cannot screen and why.
 
     Returns:
-        The best assignment (lowest training objective, first on ties; finalized)
-        with its held-out rows.
-    """
-    cache: dict[tuple[tuple[str, float], ...], tuple[float, float]] = {}
-    trial_engine = evaluate if screen is None else screen
-
-    def score(params: dict[str, float]) -> float:
-        key = tuple(sorted(params.items()))
-        if key not in cache:  # integer-only spaces revisit points: run each once
-            rows = trial_engine(params, budget.train_episodes, budget.train_seed)
-            mean = float(np.mean([objective.episode_score(r) for r in rows]))
-            cache[key] = (mean, float(np.mean([bool(r.get("success")) for r in rows])))
-        if on_trial is not None:
-            on_trial()
-        return cache[key][0]
-
-    _, scored = minimize(
-        space, score, budget.trials, budget.train_seed, sampler=budget.sampler, enqueue=enqueue
-    )
-    confirmed: list[Finalist] = []
-    if screen is None:
-        best_index = min(range(len(scored)), key=lambda i: (scored[i][1], i))
-        best, train_score = scored[best_index]
-    else:
-        trials = [
-            Trial(k, params, value, cache[tuple(sorted(params.items()))][1])
-            for k, (params, value) in enumerate(scored)
-        ]
-        confirmed = confirm_finalists(
-            objective, budget.train_episodes, trials, evaluate, budget.train_seed, finalists
-        )
-        winner = min(confirmed, key=lambda f: (f.score, f.number))
-        best, train_score = winner.params, winner.score
-    if finalize is not None:
-        best = finalize(best)
-    rows = evaluate(best, budget.holdout_episodes, budget.holdout_seed)
-    return Tuned(
-        name=name,
-        space=space,
-        best_params=best,
-        train_score=train_score,
-        trial_scores=[s for _, s in scored],
-        holdout_rows=sorted(rows, key=lambda r: int(r["episode"])),
-        finalists=confirmed,
-        screened="simpy" if screen is None else "batch",
-    )
-
-
-def tie_ranks(successes: Sequence[float], pairs: Mapping[tuple[int, int], float]) -> list[int]:
-    """Ranks that show ties as ties: 1 + how many contenders are significantly better.
-
-    Args:
-        successes: Each contender's success rate.
-        pairs: (i, j) with i < j -> the Holm-adjusted p of their comparison.
-
-    Returns:
-        One rank per contender; contenders not significantly beaten share rank 1.
-    """
-    ranks = []
-    for i, rate in enumerate(successes):
-        better = sum(
-            1
-            for j, other in enumerate(successes)
-            if j != i and other > rate and pairs[(min(i, j), max(i, j))] < ALPHA
-        )
-        ranks.append(1 + better)
-    return ranks
-
-
-def standings(
-    tuned: Sequence[Tuned], objective: Objective, seed: int = HOLDOUT_SEED
-) -> tuple[list[Standing], list[PairTest]]:
-    """Paired held-out statistics of every contender against the best, and the ranking.
-
-    Args:
-        tuned: The contenders, each with rows on the same held-out episodes.
-        objective: The per-episode objective.
-        seed: The bootstrap generator's seed.
-
-    Returns:
-        The standings sorted by rank, then success (best first), and every pair's test.
+        The plan.
 
     Raises:
-        ValueError: when the contenders were not run on the same episodes.
+        SpecError: an unknown controller, a ``SPACE`` naming an unknown parameter, a
+            named contender whose space corner is no valid spec, or fewer than two left.
     """
-    if not tuned:
-        raise ValueError("no contenders")
-    try:
-        cols = paired_columns([t.holdout_rows for t in tuned], [t.name for t in tuned], objective)
-    except ValueError as exc:
-        raise ValueError(f"contender {exc}") from None
-    wins = cols.wins
-    rates = [cols.rate(i) for i in range(len(tuned))]
-    means = [cols.objective(i) for i in range(len(tuned))]
-    best = min(range(len(tuned)), key=lambda i: (-rates[i], means[i], i))
-
-    index = list(combinations(range(len(tuned)), 2))
-    counts = [discordant(wins[i], wins[j]) for i, j in index]
-    raw = [mcnemar_exact(*c) for c in counts]
-    adjusted = holm(raw)
-    holm_of = dict(zip(index, adjusted, strict=True))
-    raw_of = dict(zip(index, raw, strict=True))
-    ranks = tie_ranks(rates, holm_of)
-    pair_tests = [
-        PairTest(tuned[i].name, tuned[j].name, b, c, p, q)
-        for (i, j), (b, c), p, q in zip(index, counts, raw, adjusted, strict=True)
-    ]
-    out = []
-    for i, t in enumerate(tuned):
-        key = (min(i, best), max(i, best))
-        out.append(
-            Standing(
-                name=t.name,
-                best_params=t.best_params,
-                train_score=t.train_score,
-                rank=ranks[i],
-                p_mcnemar=1.0 if i == best else raw_of[key],
-                p_holm=1.0 if i == best else holm_of[key],
-                **paired_against(cols, i, best, seed).as_fields(),
-                screened=t.screened,
-                finalists=t.finalists,
-            )
+    label = label or spec.name
+    known = CONTROLLERS.names()
+    names = list(controllers) if controllers is not None else default_contenders(CONTROLLERS)
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise SpecError(f"unknown controller(s) {', '.join(unknown)}; known: {', '.join(known)}")
+    data, contenders, skipped = spec.model_dump(), [], {}
+    for name in names:
+        factory = CONTROLLERS.factories[name]
+        try:
+            check_space(name, factory)
+        except ValueError as exc:
+            raise SpecError(str(exc)) from None
+        base, space = contender_data(data, name), contender_space(factory)
+        try:
+            checked = [  # every trial must be a valid spec
+                parse_spec(apply_params(base, corner), f"{label}: {name} space corner")
+                for corner in corners(space)
+            ]
+        except SpecError as exc:
+            if controllers is not None:  # asked for by name: the user must know
+                raise
+            skipped[name] = str(exc)  # by default, a law that cannot run this spec sits out
+            if on_skip is not None:
+                on_skip(name, str(exc))
+            continue
+        problem = (
+            next(filter(None, map(batch_unsupported, checked)), None) if engine == "batch" else None
         )
-    out.sort(key=lambda s: (s.rank, -s.success, s.objective, s.name))
-    return out, pair_tests
+        if problem is not None and on_unscreened is not None:
+            on_unscreened(name, problem)  # searched on the SimPy engine, same trials and episodes
+        screened = engine == "batch" and problem is None
+        contenders.append(Contender(name, base, space, screened))
+    if len(contenders) < 2:
+        raise SpecError("fewer than two controllers can run this spec")
+    return ShootoutPlan(spec, budget, contenders, engine, finalists, skipped)
 
 
-def contender_data(data: Mapping[str, Any], name: str) -> dict[str, Any]:
-    """Spec data that runs controller ``name`` alone.
-
-    The spec's own parameters for that controller (its ``[controller]`` or a
-    ``[[compare]]`` entry) are kept as the starting point; the search overrides
-    the ones in the space.  ``compare``, ``sweep`` and ``tune`` are dropped.
+def shootout(
+    spec: ExperimentSpec | str | os.PathLike[str],
+    budget: Budget = DEFAULT_BUDGET,
+    executor: ExecutorConfig = IN_PROCESS,
+    *,
+    controllers: Sequence[str] | None = None,
+    engine: Engine = "simpy",
+    finalists: int = 5,
+    out: str | os.PathLike[str] | None = None,
+    on_trial: Callable[[], None] | None = None,
+) -> ShootoutResult:
+    """Tune every contender with the same budget and rank them on held-out seeds, ties as ties.
 
     Args:
-        data: The spec's data (``spec.model_dump()``).
-        name: A registered controller.
+        spec: The spec (or its TOML file) whose task, agent and limits every contender runs.
+        budget: Trials, training and held-out episodes, sampler and seeds.
+        executor: Where the SimPy engine's episodes run (default: in this process).
+        controllers: The contenders (default: every registered one but the oracle).
+        engine: ``batch``: screen the trials on the lockstep batch engine, re-score the
+            ``finalists`` best on the SimPy engine; the held-out seed is always SimPy's.
+        finalists: How many screened trials the SimPy engine re-scores.
+        out: A directory to write ``shootout.json`` (``to_dict()``) in.
+        on_trial: Called after each trial.
 
     Returns:
-        A new data dict with ``controller = {name, params}`` and nothing to compare.
+        The standings (``.table()``, ``.params_table()``, ``.to_dict()``).
+
+    Raises:
+        SpecError: see ``plan_shootout``.
     """
-    listed = [data.get("controller") or {}, *(data.get("compare") or [])]
-    params: dict[str, Any] = {}
-    for entry in listed:
-        if entry.get("name") == name:
-            params = dict(entry.get("params") or {})
-            break
-    out = {k: v for k, v in data.items() if k not in ("compare", "sweep", "tune")}
-    out["controller"] = {"name": name, "params": params}
-    return out
-
-
-def corners(space: Mapping[str, ParamRange]) -> list[dict[str, float]]:
-    """The low and the high corner of a space (to validate before any episode runs)."""
-    return [
-        {p: int(getattr(r, side)) if r.integer else getattr(r, side) for p, r in space.items()}
-        for side in ("low", "high")
-    ]
-
-
-def standings_json(
-    budget: Budget, objective: Objective, ranked: Sequence[Standing], pairs: Sequence[PairTest]
-) -> dict[str, Any]:
-    """shootout.json: the protocol, each contender's standing and every pair's test."""
-    return {
-        "protocol": {
-            "trials": budget.trials,
-            "sampler": budget.sampler,
-            "sampler_seed": budget.train_seed,
-            "train_seed": budget.train_seed,
-            "train_episodes": budget.train_episodes,
-            "holdout_seed": budget.holdout_seed,
-            "holdout_episodes": budget.holdout_episodes,
-            "objective": objective.model_dump(),
-            "alpha": ALPHA,
-            "ranking": "1 + contenders with higher success and Holm-adjusted McNemar p < alpha",
-        },
-        "contenders": [
-            {
-                "name": s.name,
-                "rank": s.rank,
-                "best_params": s.best_params,
-                "train_objective": s.train_score,
-                "trials_engine": s.screened,
-                "finalists": [
-                    {
-                        "trial": f.number,
-                        "params": f.params,
-                        "batch_objective": f.screen_score,
-                        "simpy_objective": f.score,
-                        "simpy_success": f.success_rate,
-                    }
-                    for f in s.finalists
-                ],
-                "holdout": {
-                    "episodes": s.n,
-                    "success": s.success,
-                    "success_ci95": list(s.success_ci95),
-                    "objective": s.objective,
-                    "mean_tokens": s.mean_tokens,
-                },
-                "vs_best": {
-                    "success_diff": s.success_diff,
-                    "only_this": s.discordant[0],
-                    "only_best": s.discordant[1],
-                    "p_mcnemar": s.p_mcnemar,
-                    "p_holm": s.p_holm,
-                    "objective_diff": s.objective_diff.to_dict(),
-                    "tokens_diff": s.tokens_diff.to_dict(),
-                },
-            }
-            for s in ranked
-        ],
-        "pairs": [
-            {
-                "a": p.a,
-                "b": p.b,
-                "only_a": p.only_a,
-                "only_b": p.only_b,
-                "p": p.p,
-                "p_holm": p.p_holm,
-            }
-            for p in pairs
-        ],
-    }
+    resolved = spec if isinstance(spec, ExperimentSpec) else load_spec(Path(spec))
+    plan = plan_shootout(
+        resolved, budget, controllers=controllers, engine=engine, finalists=finalists
+    )
+    if out is not None:
+        prepare_out_dir(Path(out))
+    result = plan.run(executor, on_trial)
+    if out is not None:
+        Path(out).mkdir(parents=True, exist_ok=True)
+        write_json(Path(out) / "shootout.json", result.to_dict())
+    return result

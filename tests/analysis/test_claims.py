@@ -9,23 +9,25 @@ import pytest
 from scipy import stats as sps
 
 from opar_sim.running.executors import ExecutorConfig, open_executor
-from opar_sim.studies.claims import (
-    EVAL_SEEDS,
-    NOT_SIGNIFICANT,
-    SUPPORTED,
+from opar_sim.studies.claim_measures import (
     ArmData,
     Value,
-    claims,
     difference,
-    format_value,
     infeasible_rate,
     learning_difference,
     rate,
+)
+from opar_sim.studies.claim_registry import every_claim
+from opar_sim.studies.claims import (
+    NOT_SIGNIFICANT,
+    SUPPORTED,
+    format_value,
     run_claims,
     verdict,
     write_claims,
 )
-from opar_sim.studies.shootout import HOLDOUT_SEED, TRAIN_SEED
+from opar_sim.studies.seeds import EVAL_SEEDS, HOLDOUT_SEED
+from opar_sim.studies.seeds import TUNING_SEED as TRAIN_SEED
 from tests.conftest import EXPERIMENTS
 
 ROOT = EXPERIMENTS.parent
@@ -99,7 +101,7 @@ def test_learning_counts_a_world_solved_by_an_attempt():
 
 
 def test_format_points_percent_and_plain():
-    c = {x.id: x for x in claims()}
+    c = {x.id: x for x in every_claim()}
     from opar_sim.studies.claims import ClaimResult
 
     r = ClaimResult(c["oracle_beats_pid"], Value(0.129, 0.108, 0.152, 1200), SUPPORTED)
@@ -115,15 +117,15 @@ def test_the_evaluation_seeds_are_not_tuning_seeds():
 
 
 def test_claim_ids_are_unique_and_every_arm_names_a_shipped_spec():
-    ids = [c.id for c in claims()]
+    ids = [c.id for c in every_claim()]
     assert len(ids) == len(set(ids))
-    for c in claims():
+    for c in every_claim():
         for arm in c.arms.values():
             assert (ROOT / arm.spec).is_file(), (c.id, arm.spec)
 
 
 def test_a_quick_run_writes_claims_json(tmp_path):
-    chosen = [c for c in claims() if c.id in ("pid_beats_threshold_confirm2", "pid_success")]
+    chosen = [c for c in every_claim() if c.id in ("pid_beats_threshold_confirm2", "pid_success")]
     results = run_claims(tmp_path, root=ROOT, seeds=(5,), episodes=12, selected=chosen)
     write_claims(tmp_path / "claims.json", results, (5,), 12)
     data = json.loads((tmp_path / "claims.json").read_text())
@@ -180,7 +182,7 @@ def fresh(tmp_path_factory):
     return {r.claim.id: r for r in results}
 
 
-@pytest.mark.parametrize("claim", [c.id for c in claims()])
+@pytest.mark.parametrize("claim", [c.id for c in every_claim()])
 def test_each_claim_holds_on_fresh_seeds(fresh, claim):
     r = fresh[claim]
     if claim in WEAK:

@@ -18,7 +18,7 @@ from opar_sim.studies.refit import (
     shipped_defaults,
     significant,
 )
-from opar_sim.studies.shootout import HOLDOUT_SEED
+from opar_sim.studies.seeds import HOLDOUT_SEED
 from tests.conftest import ROOT
 
 

@@ -13,7 +13,7 @@ from opar_sim.running.search import apply_params
 from opar_sim.spec.build import load_spec, parse_spec
 from opar_sim.spec.schema import Objective
 from opar_sim.studies.ablation import PACED, VARIANTS, arms, gains_of, score_arms
-from opar_sim.studies.shootout import (
+from opar_sim.studies.contender import (
     CONFIRM_PATH,
     Tuned,
     check_space,
@@ -21,9 +21,8 @@ from opar_sim.studies.shootout import (
     contender_space,
     corners,
     default_contenders,
-    standings,
-    tie_ranks,
 )
+from opar_sim.studies.standings import standings, tie_ranks
 from tests.conftest import SPEC
 
 SHIPPED = ("pid", "threshold", "confidence", "fixed_interval", "stall_counter", "open_loop")
@@ -159,7 +158,7 @@ def test_ablation_pairs_every_arm_against_the_reference():
 def test_a_screened_search_picks_the_finalist_the_reference_scores_best():
     """Screened trials rank the finalists; the reference engine's re-score picks the winner."""
     from opar_sim.spec.schema import ParamRange
-    from opar_sim.studies.shootout import Budget, tune_contender
+    from opar_sim.studies.contender import Budget, tune_contender
 
     space = {"controller.params.x": ParamRange(low=0, high=9, integer=True)}
     calls = {"screen": [], "reference": []}

@@ -13,7 +13,7 @@ import pytest
 from opar_sim.cli.main import main
 from opar_sim.measure.oscillation import replan_rhythm
 from opar_sim.measure.run import analyze
-from opar_sim.running.search import Holdout, TuneResult
+from opar_sim.studies.gains import Holdout, TuneResult
 from tests.conftest import EXPERIMENTS, SPEC
 
 

@@ -8,9 +8,10 @@ import tomllib
 import pytest
 
 from opar_sim.cli.main import main
-from opar_sim.running.search import paired_bootstrap, toml_snippet, tune
+from opar_sim.running.search import paired_bootstrap
 from opar_sim.spec.build import parse_spec
 from opar_sim.spec.schema import Objective, ParamRange, SpecError, TuneSpec
+from opar_sim.studies.gains import toml_snippet, tune_gains
 
 
 def row(success: bool, tokens: int = 0, replans: int = 0, steps: int = 10, episode: int = 0):
@@ -44,7 +45,7 @@ def test_tuner_finds_the_minimum_and_scores_it_on_held_out_seeds():
         # success iff kp is within a band around 3 (deterministic, per episode)
         return [row(abs(kp - 3.0) < 0.3 * (1 + i % 3), episode=i) for i in range(episodes)]
 
-    result = tune(spec, evaluate, seed=7)
+    result = tune_gains(spec, evaluate, seed=7)
     assert abs(result.best_params["controller.params.kp"] - 3.0) < 0.9
     assert seen_seeds == {7, spec.holdout_seed}
     assert result.holdout.default_score == 1.0  # kp = 1 fails every held-out episode
@@ -129,7 +130,7 @@ def test_screening_engine_picks_finalists_and_the_reference_decides():
 
     objective = Objective(failure=1.0, tokens=1e-4, replan_rate=0.0)
     spec = spec.model_copy(update={"objective": objective})
-    result = tune(spec, screen, seed=3, confirm=reference, finalists=4)
+    result = tune_gains(spec, screen, seed=3, confirm=reference, finalists=4)
     assert len(result.finalists) == 4
     screened = sorted(result.trials, key=lambda t: (t.score, t.number))[:4]
     assert [f.number for f in result.finalists] == [t.number for t in screened]

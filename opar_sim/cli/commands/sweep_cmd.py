@@ -9,12 +9,11 @@ from rich.markup import escape
 
 from opar_sim.cli.commands.common import add_run_flags, executor_config, out_dir, require_backends
 from opar_sim.cli.render import progress_bar
-from opar_sim.cli.tables import TextTable
 from opar_sim.running.executors import open_executor
 from opar_sim.running.sweep import SweepResult, run_sweep
 from opar_sim.spec.build import load_spec
 from opar_sim.spec.edit import sweep_points, with_overrides
-from opar_sim.spec.grid import SweepPoint
+from opar_sim.spec.schema import ExperimentSpec
 
 NAME = "sweep"
 HELP = "run a parameter grid ([sweep] table) on common random numbers"
@@ -48,56 +47,29 @@ def run(args: argparse.Namespace, console: Console) -> int:
     with open_executor(config) as executor, progress_bar(console, unit="") as bar:
         point_job = bar.add_task("points", total=len(points))
         episode_job = bar.add_task("episodes", total=len(points) * per_point)
-
-        def next_point(point: SweepPoint) -> None:
-            bar.update(point_job, completed=point.index)
-
         result = run_sweep(
             spec,
             out,
             executor=executor,
             parallelism=config.parallelism,
             resume=args.resume,
-            on_point=next_point,
+            on_point=lambda point: bar.update(point_job, completed=point.index),
             on_progress=lambda n: bar.advance(episode_job, n),
             points=points,
             on_note=lambda note: console.print(f"resume: {note}", markup=False, highlight=False),
             engine=args.engine,
         )
         bar.update(point_job, completed=len(points))
-    console.print(sweep_table(result).to_rich())
+    console.print(result.table().to_rich())
     console.print(f"sweep directory: [green]{escape(str(result.out))}[/]")
-    title = f"{spec.name}: sweep over {', '.join(spec.sweep)}"
-    from opar_sim.figures.style import save  # matplotlib only when drawing
-    from opar_sim.figures.tuning import sweep_figure  # matplotlib only when drawing
-
-    for figure in save(sweep_figure(result.rows, title), str(result.out / "sweep")):
-        console.print(f"figure: [green]{escape(str(figure))}[/]")
+    _figure(console, spec, result)
     return 0
 
 
-def _label(value: object) -> str:
-    return f"{value:.4g}" if isinstance(value, float) else str(value)
+def _figure(console: Console, spec: ExperimentSpec, result: SweepResult) -> None:
+    from opar_sim.figures.style import save  # matplotlib only when drawing
+    from opar_sim.figures.tuning import sweep_figure  # matplotlib only when drawing
 
-
-def sweep_table(result: SweepResult) -> TextTable:
-    """One row per point and controller: the assignment, success and cost."""
-    paths = list(result.rows[0]["assignment"]) if result.rows else []
-    columns = [path.rsplit(".", 1)[-1] for path in paths]
-    columns += ["controller", "success", "95% CI", "steps", "tokens", "replans"]
-    rows = []
-    for row in result.rows:
-        for name, s in row["summary"].items():
-            lo, hi = s["success_ci95"]
-            rows.append(
-                [
-                    *(_label(row["assignment"][p]) for p in paths),
-                    name,
-                    f"{s['success_rate']:.1%}",
-                    f"{lo:.0%}-{hi:.0%}",
-                    f"{s['mean_steps']:.1f}",
-                    f"{s['mean_tokens']:,.0f}",
-                    f"{s['mean_replans']:.2f}",
-                ]
-            )
-    return TextTable("sweep: means per episode", columns, rows, [], left=0, bold=False)
+    title = f"{spec.name}: sweep over {', '.join(spec.sweep)}"
+    for figure in save(sweep_figure(result.rows, title), str(result.out / "sweep")):
+        console.print(f"figure: [green]{escape(str(figure))}[/]")

@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import json
-import math
-from collections.abc import Mapping
-from dataclasses import asdict
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.markup import escape
@@ -21,30 +19,16 @@ from opar_sim.cli.commands.common import (
     require_backends,
 )
 from opar_sim.cli.render import progress_bar
-from opar_sim.cli.tables import TextTable
 from opar_sim.core.extras import install_hint
-from opar_sim.engines.batch import check_batch
-from opar_sim.rundir import (
-    prepare_out_dir,
-    read_json,
-    write_bytes,
-    write_json,
-    write_jsonl,
-)
-from opar_sim.running.executors import open_executor
-from opar_sim.running.search import (
-    JOURNAL_FILE,
-    TuneResult,
-    apply_params,
-    batch_evaluate,
-    executor_evaluate,
-    journal_storage,
-    toml_snippet,
-    tune,
-)
-from opar_sim.spec.build import load_spec, parse_spec
+from opar_sim.running.search import JOURNAL_FILE, journal_storage
+from opar_sim.spec.build import load_spec
 from opar_sim.spec.edit import with_overrides
-from opar_sim.spec.schema import SpecError
+from opar_sim.studies.finalists import Trial
+from opar_sim.studies.gains import TuneResult, holdout_verdict, toml_snippet
+from opar_sim.studies.tune import TuneBudget, TunePlan, open_tuning_dir, plan_tuning, write_tuning
+
+if TYPE_CHECKING:
+    from rich.progress import Progress
 
 NAME = "tune"
 HELP = "tune controller gains with Optuna; report train and held-out scores"
@@ -92,132 +76,87 @@ def run(args: argparse.Namespace, console: Console) -> int:
     Returns:
         0; a missing optuna or ``[tune]`` table is a usage error (exit 2).
     """
-    try:
-        import optuna  # noqa: F401
-    except ImportError:
-        raise UsageError(f"optuna is not installed: {install_hint('tune')}") from None
+    _require_optuna()
     spec = with_overrides(load_spec(args.spec), seed=args.seed)
     if spec.tune is None:
         raise UsageError(f"{args.spec}: no [tune] table: nothing to tune")
-    settings = spec.tune.model_copy(
-        update={k: v for k, v in (("trials", args.trials), ("sampler", args.sampler)) if v}
-    )
-    data = spec.model_dump(exclude={"tune", "sweep"})
     if args.resume and args.out is None:
         raise UsageError("--resume needs --out DIR: the tuning directory to finish")
     out: Path = args.out or default_out(f"{spec.name}-tune")
     config = executor_config(args)
     require_backends(spec)
-    # every trial must be a valid spec: check the corners of the space first
-    for corner in ("low", "high"):
-        params = {
-            p: (math.ceil(r.low) if corner == "low" else math.floor(r.high))
-            if r.integer
-            else getattr(r, corner)
-            for p, r in settings.space.items()
-        }
-        checked = parse_spec(apply_params(data, params), f"{args.spec} [tune.space] at {corner}")
-        if args.engine == "batch":
-            check_batch(checked)
-    batch = args.engine == "batch"
-    console.print(
-        f"[bold]{spec.name}[/]: {settings.trials} trials ({settings.sampler}) × "
+    budget = TuneBudget(trials=args.trials, sampler=args.sampler)
+    plan = plan_tuning(spec, budget, engine=args.engine, finalists=args.finalists, label=args.spec)
+    console.print(_header(plan))
+    resume = open_tuning_dir(out, plan.setup(), args.resume)
+    storage = journal_storage(out / JOURNAL_FILE, resume=resume)
+    with progress_bar(console, unit="") as bar:
+        on_trial, on_chunk = _progress(bar, plan)
+        result = plan.run(
+            config, storage=storage, resume=resume, on_trial=on_trial, on_episodes=on_chunk
+        )
+    write_tuning(out, result)
+    _show(console, out, result, _figures(out, plan, result))
+    return 0
+
+
+def _require_optuna() -> None:
+    try:
+        import optuna  # noqa: F401
+    except ImportError:
+        raise UsageError(f"optuna is not installed: {install_hint('tune')}") from None
+
+
+def _progress(
+    bar: Progress, plan: TunePlan
+) -> tuple[Callable[[Trial], None], Callable[[int], None]]:
+    """The trials' bar; after the trials, the held-out scoring's (the defaults and the best)."""
+    job = bar.add_task("trials", total=plan.settings.trials)
+    scoring = bar.add_task("held-out scoring", total=plan.holdout_total, visible=False)
+
+    def on_chunk(episodes: int) -> None:
+        if bar.tasks[job].finished:
+            bar.update(scoring, advance=episodes, visible=True)
+
+    return (lambda _trial: bar.advance(job)), on_chunk
+
+
+def _header(plan: TunePlan) -> str:
+    settings = plan.settings
+    return (
+        f"[bold]{plan.spec.name}[/]: {settings.trials} trials ({settings.sampler}) × "
         f"{settings.train_episodes} training episodes, held out: {settings.holdout_episodes}"
         + (
-            f"; trials screened on the batch engine, the {args.finalists} best re-scored "
+            f"; trials screened on the batch engine, the {plan.finalists} best re-scored "
             "on the SimPy engine"
-            if batch
+            if plan.engine == "batch"
             else ""
         )
     )
-    setup: dict[str, object] = {"spec": data, "tune": settings.model_dump(mode="json")}
-    if batch:  # a batch tuning resumes only as one (a SimPy one's setup is unchanged)
-        setup["engine"] = {"screen": "batch", "finalists": args.finalists}
-    resume = _start(out, setup, args.resume)
-    storage = journal_storage(out / JOURNAL_FILE, resume=resume)
-    with open_executor(config) as executor, progress_bar(console, unit="") as bar:
-        job = bar.add_task("trials", total=settings.trials)
-        # after the trials: the defaults and the best gains on the held-out seeds
-        held = 2 * settings.holdout_episodes * len(spec.controller_list())
-        scoring = bar.add_task("held-out scoring", total=held, visible=False)
 
-        def on_chunk(episodes: int) -> None:
-            if bar.tasks[job].finished:
-                bar.update(scoring, advance=episodes, visible=True)
 
-        reference = executor_evaluate(data, executor, config.parallelism, parse_spec, on_chunk)
-        result = tune(
-            settings,
-            batch_evaluate(data, parse_spec) if batch else reference,
-            spec.seed,
-            on_trial=lambda _t: bar.advance(job),
-            storage=storage,
-            resume=resume,
-            confirm=reference if batch else None,
-            finalists=args.finalists,
-        )
-    out.mkdir(parents=True, exist_ok=True)
-    figures = _write(out, spec.name, settings.space, result)
+def _show(console: Console, out: Path, result: TuneResult, figures: list[str]) -> None:
     if result.finalists:
-        console.print(finalist_table(result).to_rich())
-    console.print(result_table(result).to_rich())
+        console.print(result.finalist_table().to_rich())
+    console.print(result.table().to_rich())
     console.print(holdout_verdict(result), highlight=False)
     console.print(toml_snippet(result.best_params), markup=False)
     console.print(f"tune directory: [green]{escape(str(out))}[/]")
     for figure in figures:
         console.print(f"figure: [green]{escape(str(figure))}[/]")
-    return 0
 
 
-def _start(out: Path, setup: dict[str, object], resume: bool) -> bool:
-    """Make the tuning directory; True when there is a tuning in it to resume.
-
-    ``tune_setup.json`` keeps what the tuning was started with; resuming
-    checks it, so a changed spec or ``--trials`` is refused instead of mixed in.
-    """
-    setup_file = out / "tune_setup.json"
-    wanted = json.loads(json.dumps(setup))
-    if resume and setup_file.is_file():
-        if read_json(setup_file) != wanted:
-            raise SpecError(f"--resume: the spec differs from the one that started {out}")
-        return (out / JOURNAL_FILE).is_file()
-    if out.exists() and not out.is_dir():
-        raise SpecError(f"--out {out} exists and is not a directory")
-    if not resume and (setup_file.exists() or (out / JOURNAL_FILE).exists()):
-        raise SpecError(
-            f"--out {out} already holds a tuning; use --resume to finish it, or another directory"
-        )
-    if not resume:
-        prepare_out_dir(out)
-    out.mkdir(parents=True, exist_ok=True)
-    if (out / JOURNAL_FILE).exists():  # a journal without its setup: not ours to continue
-        raise SpecError(f"--resume: {out / JOURNAL_FILE} has no tune_setup.json beside it")
-    write_json(setup_file, wanted)
-    return False
-
-
-def _write(out: Path, name: str, space: Mapping[str, object], result: TuneResult) -> list[str]:
-    write_jsonl(out / "trials.jsonl", (asdict(t) for t in result.trials))
-    write_bytes(out / "best.toml", toml_snippet(result.best_params).encode())
-    summary = {
-        "best_params": result.best_params,
-        "best_train_score": result.best_train_score,
-        "holdout": asdict(result.holdout),
-        "importances": result.importances,
-    }
-    if result.finalists:
-        summary["engines"] = {"trials": "batch", "finalists": "simpy", "holdout": "simpy"}
-        summary["finalists"] = [asdict(f) for f in result.finalists]
-    write_json(out / "tune.json", summary)
-    numbers = [t.number for t in result.trials]
-    scores = [t.score for t in result.trials]
+def _figures(out: Path, plan: TunePlan, result: TuneResult) -> list[str]:
     from opar_sim.figures import tuning  # matplotlib only when drawing
     from opar_sim.figures.style import save  # matplotlib only when drawing
 
+    name = plan.spec.name
+    numbers = [t.number for t in result.trials]
+    scores = [t.score for t in result.trials]
     figures = save(
         tuning.tune_history(numbers, scores, f"{name}: optimisation history"), str(out / "history")
     )
-    ranked = sorted(space, key=lambda p: -result.importances.get(p, 0.0))
+    ranked = sorted(plan.settings.space, key=lambda p: -result.importances.get(p, 0.0))
     if len(ranked) >= 2:
         a, b = ranked[0], ranked[1]
         fig = tuning.tune_landscape(
@@ -230,80 +169,3 @@ def _write(out: Path, name: str, space: Mapping[str, object], result: TuneResult
         )
         figures += save(fig, str(out / "landscape"))
     return figures
-
-
-def result_table(result: TuneResult) -> TextTable:
-    """Training and held-out scores of the best gains against the spec's own."""
-    h = result.holdout
-    lo, hi = h.improvement_ci95
-    columns = ["gains", "train objective", "held-out objective", "held-out success"]
-    rows = [
-        ["spec defaults", "", f"{h.default_score:.4f}", f"{h.default_success:.1%}"],
-        [
-            "tuned (best)",
-            f"{result.best_train_score:.4f}",
-            f"{h.best_score:.4f}",
-            f"{h.best_success:.1%}",
-        ],
-    ]
-    notes = [
-        f"held-out improvement {h.improvement:+.4f} (95% CI {lo:+.4f} to {hi:+.4f}, "
-        "paired bootstrap over episodes)"
-    ]
-    if result.finalists:
-        notes.append(
-            "train objective of the best: its SimPy-engine re-score; held-out scores: SimPy engine"
-        )
-    title = "tuning result (objective: lower is better)"
-    return TextTable(title, columns, rows, notes, left=0, bold=False)
-
-
-def finalist_table(result: TuneResult) -> TextTable:
-    """The screened trials the SimPy engine re-scored: both engines' training objectives."""
-    columns = ["trial", "batch objective (screen)", "SimPy objective", "SimPy success"]
-    best = min(result.finalists, key=lambda f: (f.score, f.number))
-    rows = [
-        [
-            f"#{f.number}" + (" (best)" if f is best else ""),
-            f"{f.screen_score:.4f}",
-            f"{f.score:.4f}",
-            f"{f.success_rate:.1%}",
-        ]
-        for f in result.finalists
-    ]
-    note = (
-        f"{len(result.trials)} trials screened on the batch engine; the {len(rows)} best "
-        "re-scored on the SimPy engine, same training seed; the lowest SimPy objective wins"
-    )
-    return TextTable("finalists", columns, rows, [note], left=1, bold=False)
-
-
-def holdout_verdict(result: TuneResult) -> str:
-    """What the held-out seeds say about the tuned gains, above the gains themselves.
-
-    "Paste these" only when the tuned gains beat the spec's defaults on the
-    held-out seeds with a 95 % interval above zero; otherwise what happened.
-    """
-    h = result.holdout
-    lo, hi = h.improvement_ci95
-    scores = (
-        f"held-out objective {h.best_score:.4f} tuned against {h.default_score:.4f} for the "
-        f"spec's defaults (lower is better; improvement {h.improvement:+.4f}, "
-        f"95% CI {lo:+.4f} to {hi:+.4f})"
-    )
-    if lo > 0:
-        return (
-            f"best gains: better than the defaults on held-out seeds, {scores}; paste into a spec:"
-        )
-    if hi < 0:
-        return (
-            f"best gains: WORSE than the spec's defaults on held-out seeds, {scores}: they fit "
-            "the training seeds only; keep the defaults (more training episodes or trials may "
-            "help). The tuned gains, for reference only:"
-        )
-    side = "better" if h.improvement > 0 else "worse"
-    return (
-        f"best gains: not distinguishable from the spec's defaults on held-out seeds (the mean "
-        f"is {side}), {scores}; keep the defaults unless more held-out episodes show a gain. "
-        "The tuned gains, for reference only:"
-    )
