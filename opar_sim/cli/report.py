@@ -52,6 +52,7 @@ from opar_sim.rundir import (
     episode_key,
     iter_episodes,
     read_jsonl,
+    write_bytes,
 )
 
 REPLAY_GLOB = "replay_*.jsonl"
@@ -438,5 +439,6 @@ def write_report(
         ``out``.
     """
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(render_report(analysis, controller=controller, episode=episode), "utf-8")
+    page = render_report(analysis, controller=controller, episode=episode)
+    write_bytes(out, page.encode("utf-8"))
     return out

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import io
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import matplotlib
@@ -11,6 +13,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.figure import Figure
+
+from opar_sim.rundir import write_bytes
 
 SIGNAL_COLORS = {"continue": "#cfd8dc", "replan": "#e6550d", "terminate": "#08519c"}
 
@@ -83,15 +87,19 @@ def save(fig: Figure, path_stem: str, *, svg: bool = False) -> list[str]:
         The paths written, PNG first.
     """
     png = f"{path_stem}.png"
-    fig.savefig(png, dpi=110)
+    buffer = io.BytesIO()  # drawn in memory, written by the one checked writer (no link followed)
+    fig.savefig(buffer, format="png", dpi=110)
+    write_bytes(Path(png), buffer.getvalue())
     paths = [png]
     if svg:
         # the PNG's draw placed every axes: keep those places rather than lay out again
         # (the constrained layout is a third of a save)
         fig.set_layout_engine("none")
         # no creation date and a fixed id salt: the same figure gives the same bytes
+        buffer = io.BytesIO()
         with plt.rc_context({"svg.hashsalt": "opar-sim"}):
-            fig.savefig(f"{path_stem}.svg", metadata={"Date": None})
+            fig.savefig(buffer, format="svg", metadata={"Date": None})
+        write_bytes(Path(f"{path_stem}.svg"), buffer.getvalue())
         paths.append(f"{path_stem}.svg")
     plt.close(fig)
     return paths

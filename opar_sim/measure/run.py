@@ -38,6 +38,7 @@ from opar_sim.rundir import (
     check_run_dir,
     episode_key,
     read_spec,
+    write_bytes,
 )
 from opar_sim.rundir.columns import (
     StepColumns,
@@ -274,5 +275,5 @@ def write_metrics(analysis: RunAnalysis, file: Path) -> Path:
         name: {k: _json_safe(v) for k, v in m.row().items()}
         for name, m in analysis.controllers.items()
     }
-    file.write_text(json.dumps(table, indent=2) + "\n", encoding="utf-8")
+    write_bytes(file, (json.dumps(table, indent=2) + "\n").encode(), inside=file.parent)
     return file

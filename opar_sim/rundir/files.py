@@ -11,12 +11,15 @@ tail before a run goes on.
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
+import re
+import secrets
 import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import orjson
 
@@ -83,18 +86,66 @@ def read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
             yield row
 
 
-def write_bytes(path: Path, data: bytes) -> None:
+# a name that becomes part of a file name (a controller's, a figure's): what is kept as is
+_STEM = re.compile(r"[^A-Za-z0-9_.+=-]")
+
+
+def file_stem(name: str) -> str:
+    """``name`` as one safe piece of a file name: every other character written as ``_``.
+
+    Controller names (``path/to/law.py:Class``, or anything a file held) and figure
+    names become file names through this once: no separator, no newline, no ``..``.
+    """
+    stem = _STEM.sub("_", name)[:120]
+    return "_" + stem if not stem.strip(".") else stem
+
+
+def check_destination(path: Path, inside: Path | None = None) -> None:
+    """Refuse to write ``path`` through a link: a linked file, a linked directory, or outside.
+
+    Args:
+        path: The file about to be written.
+        inside: The directory the file must stay in (the run directory), after every link
+            is resolved; None checks the file and its own directory only.
+
+    Raises:
+        RunDirError: naming the path and what was planted.
+    """
+    if path.is_symlink():
+        raise RunDirError(f"{path} is a symbolic link; refusing to write through it")
+    parent = path.parent
+    if inside is None:
+        if parent.is_symlink():
+            raise RunDirError(f"{parent} is a symbolic link; refusing to write through it")
+        return
+    root, real = inside.resolve(), parent.resolve()
+    if real != root and root not in real.parents:
+        raise RunDirError(
+            f"{path} resolves outside {inside} (a linked directory); refusing to write there"
+        )
+
+
+def write_bytes(path: Path, data: bytes, *, inside: Path | None = None) -> None:
     """Replace ``path`` with ``data`` atomically: a temporary file, fsynced, then renamed.
 
-    A full disk or a kill leaves the old file (or none), never a torn one.
+    A full disk or a kill leaves the old file (or none), never a torn one.  Every file the
+    toolkit writes goes through here: the destination is checked (``check_destination``)
+    and the temporary file is created fresh (``O_EXCL``, a random name), so a link planted
+    in a shared run directory is refused, never followed.
 
     Args:
         path: The file.
         data: Its new content.
+        inside: The directory the file must stay in (see ``check_destination``).
     """
-    tmp = path.with_name(f".{path.name}.tmp")
+    check_destination(path, inside)
+    tmp = path.with_name(f".{path.name[:100]}.{secrets.token_hex(6)}.tmp")
+    try:  # created here, never an existing file or link (the mode as umask allows, as open)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o666)
+    except OSError as exc:
+        raise _named(exc, path) from None
     try:
-        with open(tmp, "wb") as f:
+        with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
@@ -110,6 +161,18 @@ def write_bytes(path: Path, data: bytes) -> None:
     fsync_dir(path.parent)
 
 
+def open_append(path: Path) -> IO[bytes]:
+    """``path`` opened to append, created if missing; a link there is refused (``O_NOFOLLOW``)."""
+    check_destination(path)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o666)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise RunDirError(f"{path} is a symbolic link; refusing to write through it") from None
+        raise
+    return os.fdopen(fd, "ab")
+
+
 def _named(exc: OSError, path: Path) -> OSError:
     """``exc`` with the file it concerns (a failed write on an open file names none)."""
     if exc.filename is not None:
@@ -117,9 +180,9 @@ def _named(exc: OSError, path: Path) -> OSError:
     return type(exc)(exc.errno, exc.strerror, str(path))
 
 
-def write_json(path: Path, data: Any) -> None:
+def write_json(path: Path, data: Any, *, inside: Path | None = None) -> None:
     """Write one JSON document (summary.json, llm.json), indented, with a final newline."""
-    write_bytes(path, (json.dumps(data, indent=2) + "\n").encode())
+    write_bytes(path, (json.dumps(data, indent=2) + "\n").encode(), inside=inside)
 
 
 def read_json(path: Path) -> Any:

@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import IO
 
-from opar_sim.rundir.files import CALLS_FILE, _named
+from opar_sim.rundir.files import CALLS_FILE, _named, open_append
 from opar_sim.rundir.manifest import CHUNK_FILES, MANIFEST_FILE, Repair, chunk_line, sha256
 from opar_sim.spec.schema import ExperimentSpec
 
@@ -66,7 +66,7 @@ class RunWriter:
                     os.fsync(f.fileno())
                 entry[name] = (state.ends[name] + len(data), sha256(data))
             name = MANIFEST_FILE
-            with open(out / MANIFEST_FILE, "ab") as m:
+            with open_append(out / MANIFEST_FILE) as m:
                 m.write(chunk_line(units, entry))
                 m.flush()
                 os.fsync(m.fileno())
@@ -80,7 +80,7 @@ class RunWriter:
     def _file(self, out: Path, name: str) -> IO[bytes]:
         f = self.files.get(name)
         if f is None:
-            f = self.files[name] = open(out / name, "ab")  # noqa: SIM115
+            f = self.files[name] = open_append(out / name)
         return f
 
     def _cut_back(self, out: Path, state: Repair) -> None:

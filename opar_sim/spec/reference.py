@@ -275,7 +275,7 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         return 0
     if args.write is not None:
-        args.write.write_text(text, encoding="utf-8")
+        args.write.write_text(text, encoding="utf-8")  # a docs page of this checkout
         return 0
     sys.stdout.write(text)
     return 0

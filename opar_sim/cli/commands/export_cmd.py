@@ -9,7 +9,7 @@ import orjson
 from rich.console import Console
 
 from opar_sim.cli.commands.common import UsageError
-from opar_sim.rundir import RunDirError, check_run_dir
+from opar_sim.rundir import RunDirError, check_run_dir, write_bytes
 from opar_sim.traces.otlp import otlp_spans
 
 NAME = "export"
@@ -41,7 +41,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
     data = otlp_spans(path)
     out = args.out or path / "traces.otlp.json"
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_bytes(orjson.dumps(data))
+    write_bytes(out, orjson.dumps(data), inside=None if args.out else path)
     spans = sum(len(s["spans"]) for r in data["resourceSpans"] for s in r["scopeSpans"])
     console.print(f"{spans} spans: [green]{out}[/]", highlight=False)
     return 0

@@ -19,7 +19,7 @@ from rich.console import Console
 import controllers
 from opar_sim.cli.commands.common import UsageError
 from opar_sim.cli.tables import TextTable
-from opar_sim.rundir import to_line, write_json
+from opar_sim.rundir import file_stem, to_line, write_bytes, write_json
 from opar_sim.traces.recorded import load_run
 from opar_sim.traces.replay import exactness, replay, tally
 from opar_sim.traces.stopping import DEFAULT_LAWS, SIGNALS, UNOBSERVABLE, evaluate, load_costs
@@ -66,8 +66,9 @@ def run(args: argparse.Namespace, console: Console) -> int:
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     replayed = replay(recorded, lambda: controllers.make(args.controller))
-    out = recorded.path / f"replay_{args.controller}.jsonl"
-    out.write_text("".join(to_line(r.to_dict()) for r in replayed), encoding="utf-8")
+    out = recorded.path / f"replay_{file_stem(args.controller)}.jsonl"
+    lines = "".join(to_line(r.to_dict()) for r in replayed)
+    write_bytes(out, lines.encode("utf-8"), inside=recorded.path)
     counts = tally(replayed)
     verdicts = [[verdict, str(n)] for verdict, n in sorted(counts["verdicts"].items())]
     title = f"replayed under {args.controller}"
