@@ -1,16 +1,26 @@
-"""The seed ledger: the only place that names the seeds of tuning, hold-out and evaluation.
+"""The seed ledger: the only place that names development, tuning, hold-out and evaluation seeds.
 
-Every study draws its episodes from spec seeds named here, so which seed a quoted
-number used can be read off one page (docs/results.md records it per number):
+Every study draws its episodes from spec seeds named here, so which seed a quoted number
+used can be read off one page (docs/results.md records it per number):
 
-* ``TUNING_SEED``: the training episodes of every tuning run (the shoot-out, ``refit``,
-  the detectors' and ``sprt``'s calibration). Reports never score on it.
-* ``HOLDOUT_SEED``: the held-out episodes the shoot-out, ``refit``, the ablation, the
-  relay check and ``sprt``'s measurements score on. Seen by no trial; it has been looked
-  at by earlier releases' development (the defaults refit and successive ``bayes``
-  versions), which the docs disclose.
+* ``DEVELOPMENT_SEED``: what a developer iterates on (examples, quick checks). Nothing
+  quoted as a result is scored on it, and development never scores on a hold-out seed.
+* ``TUNING_SEED``: the training episodes of a single tuning run (``refit``, the detectors'
+  and ``sprt``'s calibration). ``TUNING_SEEDS``: one per tuning replicate; replicate r of
+  ``tune`` and ``shootout`` trains on ``TUNING_SEEDS[r]`` with sampler seed r, so the
+  training seed is a random factor of the estimate, not a fixed choice.
+* ``CONFIRM_SEED``: fresh episodes on which ``tune`` races its finalists against the
+  incumbent (the spec's current gains), with common random numbers.
+* ``HOLDOUT_SEED``: the held-out episodes of the earlier releases' shoot-out, ``refit``,
+  ablation, relay check and ``sprt`` measurements. It has been looked at (the defaults
+  refit and four successive ``bayes`` versions were developed against it), which the
+  docs disclose; numbers quoted from it are not confirmatory.
+* ``RELEASE_HOLDOUT_SEED``: this release's hold-out, chosen on the day it was named
+  (2026-12-03) and seen by no development, default, fit or earlier report: the replicated
+  ``tune`` and ``shootout`` score their recommendation on it.
 * ``EVAL_SEEDS``: the spec seeds the README's and the claims table's numbers pool;
-  ``QUICK_SEEDS`` the claims' smoke test.
+  ``QUICK_SEEDS`` the claims' smoke test; ``FRESH_SEEDS`` the claims' confirmatory
+  re-check (never the README's, never tuning's).
 
 This module imports nothing, so any layer may read it (``tests/core/test_layout.py``
 counts the ``opar_sim.studies`` package's empty ``__init__`` as no dependency).
@@ -18,9 +28,24 @@ counts the ``opar_sim.studies`` package's empty ``__init__`` as no dependency).
 
 from __future__ import annotations
 
+DEVELOPMENT_SEED = 7  # examples and iteration; never a quoted result
 TUNING_SEED = 100  # training episodes: spec seed 100 (reports use EVAL_SEEDS)
-HOLDOUT_SEED = 1_000_003  # held-out episodes: seen by no default, report or trial
+TUNING_SEEDS: tuple[int, ...] = (100, 101, 102, 103, 104, 105, 106, 107, 108, 109)
+CONFIRM_SEED = 500_009  # racing the finalists against the incumbent
+HOLDOUT_SEED = 1_000_003  # held-out episodes of earlier releases (looked at; see above)
+RELEASE_HOLDOUT_SEED = 20_261_203  # this release's hold-out: nothing has looked at it
 EVAL_SEEDS: tuple[int, ...] = (0, 1, 2, 3)  # the README's and the claims table's seeds
 QUICK_SEEDS: tuple[int, ...] = (0,)  # `claims --quick`
+FRESH_SEEDS: tuple[int, ...] = (11, 12)  # the claims' confirmatory re-check
 
-__all__ = ["EVAL_SEEDS", "HOLDOUT_SEED", "QUICK_SEEDS", "TUNING_SEED"]
+__all__ = [
+    "CONFIRM_SEED",
+    "DEVELOPMENT_SEED",
+    "EVAL_SEEDS",
+    "FRESH_SEEDS",
+    "HOLDOUT_SEED",
+    "QUICK_SEEDS",
+    "RELEASE_HOLDOUT_SEED",
+    "TUNING_SEED",
+    "TUNING_SEEDS",
+]

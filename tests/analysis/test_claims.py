@@ -146,7 +146,8 @@ def test_a_quick_run_writes_claims_json(tmp_path):
 
 # --- each claim's direction on fresh seeds (never the README's 0..3, never tuning's) -------
 
-FRESH_SEEDS = (11, 12)
+from opar_sim.studies.seeds import FRESH_SEEDS  # noqa: E402
+
 FRESH_EPISODES = 300
 # The README reports these as ties under the fair protocol; on fresh seeds they stay ties.
 TIES = {

@@ -247,9 +247,9 @@ def test_the_size_check_finds_a_long_module(tmp_path):
 # The seed ledger (opar_sim/studies/seeds.py) is the only place the shipped code names the
 # tuning, hold-out and evaluation seeds; these are the literals it replaced.
 SEED_LITERALS = (
-    r"1_?000_?003",
-    r"(TRAIN|TUNING|HOLDOUT|EVALUATION|HELD_OUT)_SEEDS?\s*(:[^=]*)?=\s*\d",
-    r"(EVAL|QUICK)_SEEDS\s*(:[^=]*)?=\s*\(",
+    r"1_?000_?003|500_?009|20_?261_?203",
+    r"(TRAIN|TUNING|HOLDOUT|EVALUATION|HELD_OUT|CONFIRM|DEVELOPMENT)_SEEDS?\s*(:[^=]*)?=\s*\d",
+    r"(EVAL|QUICK|FRESH|TUNING)_SEEDS\s*(:[^=]*)?=\s*\(",
     r"seed\w*\s*(:\s*int\s*)?=\s*100\b",
 )
 
