@@ -27,7 +27,8 @@ from opar_sim.rundir import prepare_out_dir, write_json
 from opar_sim.running.runner import simulate
 from opar_sim.spec.build import load_spec
 from opar_sim.spec.edit import with_overrides
-from opar_sim.studies.detectors import STUCK_K, TUNING_SEED, Score, best, score_detectors
+from opar_sim.studies.detectors import STUCK_K, Score, best, score_detectors
+from opar_sim.studies.seeds import TUNING_SEED
 
 NAME = "detectors"
 HELP = "score the stall and loop detectors (precision, recall, delay) against the stuck truth"
