@@ -262,3 +262,16 @@ def analysis_outcomes(analysis: RunAnalysis) -> dict[str, dict[str, int]]:
 def _title(analysis: RunAnalysis, what: str) -> str:
     name = analysis.spec.name if analysis.spec is not None else analysis.path.name
     return f"{name}: {what}"
+
+
+# TextTable lives in opar_sim.measure.table; the commands still import it from here too
+__all__ = [
+    "TextTable",
+    "analysis_outcomes",
+    "comparison_table",
+    "outcome_table",
+    "pass_columns",
+    "response_table",
+    "summary_table",
+    "world_table",
+]
