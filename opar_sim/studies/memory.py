@@ -20,6 +20,7 @@ Usage (the figure is drawn by the command)::
 
 from __future__ import annotations
 
+import os
 import re
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -40,8 +41,6 @@ DEFAULT_CONTEXT_MAX = 2000
 EARLY = (5, 8)  # rounds where the error is lowest before the context fills
 MIDDLE = (9, 12)  # past the knee, with (nearly) every episode still running
 LATE = (13, 20)  # well past the knee (episodes that finished have left the average)
-
-
 SHORT_LIST = 10  # lists up to this long become columns; longer ones (per-round curves) stay in JSON
 
 
@@ -129,7 +128,7 @@ def rebound(
     budget: MemoryBudget = MemoryBudget(),
     executor: ExecutorConfig | None = None,
     *,
-    out: Path,
+    out: str | os.PathLike[str],
     stage: Stage = no_stage,
 ) -> MemoryResult:
     """Run the spec without and with compression; measure the error rebound.
@@ -144,7 +143,7 @@ def rebound(
     Returns:
         The numbers per arm, the error and context curves and the context knee.
     """
-    spec = _sized(spec, budget)
+    spec, out = _sized(spec, budget), Path(out)
     c_max = spec.agent.params.get("context_max") or DEFAULT_CONTEXT_MAX
     arms = {
         "no compression": _variant(spec, "plain", {"agent.params.context_max": None}),
@@ -186,7 +185,7 @@ def learning(
     budget: MemoryBudget = MemoryBudget(),
     executor: ExecutorConfig | None = None,
     *,
-    out: Path,
+    out: str | os.PathLike[str],
     stage: Stage = no_stage,
 ) -> MemoryResult:
     """Run the spec with Reflexion's memory and with plain retries; success by attempt.
@@ -201,7 +200,7 @@ def learning(
     Returns:
         The numbers per arm and each arm's success-by-attempt curve.
     """
-    spec = _sized(spec, budget)
+    spec, out = _sized(spec, budget), Path(out)
     attempts = spec.reflexion.attempts
     keep = spec.reflexion.keep or 3
     arms = {
