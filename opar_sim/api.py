@@ -283,3 +283,46 @@ __all__ += [
 
 
 # --- the studies (opar_sim.studies), one protocol each: ablation, sprt, detectors, relay, memory
+# A study is ``study(spec, budget, executor) -> Result``: the result's ``table()`` is what the
+# command prints and ``to_dict()`` what it writes.  ``advise`` and ``calibrate`` read a run
+# directory instead of a spec.
+
+from opar_sim.calibration.calibrate import (  # noqa: E402
+    CalibrationBudget,
+    CalibrationReport,
+    calibrate,
+)
+from opar_sim.studies.ablation import Ablation, AblationBudget, ablation  # noqa: E402
+from opar_sim.studies.detectors import (  # noqa: E402
+    DetectorsBudget,
+    DetectorsResult,
+    detectors,
+)
+from opar_sim.studies.memory import MemoryBudget, MemoryResult, learning, rebound  # noqa: E402
+from opar_sim.studies.relay import RelayBudget, RelayStudy, relay  # noqa: E402
+from opar_sim.studies.sprt import SPRTBudget, SPRTStudy, sprt_study  # noqa: E402
+from opar_sim.traces.advise import Advice, advise  # noqa: E402
+
+__all__ += [
+    "Ablation",
+    "AblationBudget",
+    "Advice",
+    "CalibrationBudget",
+    "CalibrationReport",
+    "DetectorsBudget",
+    "DetectorsResult",
+    "MemoryBudget",
+    "MemoryResult",
+    "RelayBudget",
+    "RelayStudy",
+    "SPRTBudget",
+    "SPRTStudy",
+    "ablation",
+    "advise",
+    "calibrate",
+    "detectors",
+    "learning",
+    "rebound",
+    "relay",
+    "sprt_study",
+]

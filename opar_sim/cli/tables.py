@@ -13,7 +13,6 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from opar_sim.calibration.heterogeneity import Validation
 from opar_sim.measure.run import RunAnalysis
 from opar_sim.measure.stats import Estimate
 from opar_sim.measure.table import TextTable as TextTable  # the commands import it from here
@@ -265,83 +264,14 @@ def _title(analysis: RunAnalysis, what: str) -> str:
     return f"{name}: {what}"
 
 
-def validation_table(validation: Validation) -> TextTable:
-    """The held-out check of ``calibrate``: per fold, pooled, and in sample (never a pass).
-
-    Each cell reads "model vs record [record's task-bootstrap 95 % interval]".
-    """
-    checks = [*validation.folds, validation.pooled, validation.in_sample]
-    ks = len(validation.pooled.predicted.pass_k)
-    columns = ["tasks held out", "tasks", "runs"]
-    columns += [f"pass^{k}" for k in range(1, ks + 1)]
-    columns += ["tool calls, successes", "tool calls, failures", "KS p"]
-    columns += [f"tasks by successes 0..{ks}", "spread p", "verdict"]
-    rows = []
-    for c in checks:
-        row = [c.label, str(c.tasks), str(c.runs)]
-        for k in range(ks):
-            row.append(
-                _vs(
-                    c.predicted.pass_k[k],
-                    c.recorded.pass_k[k],
-                    c.low.pass_k[k],
-                    c.high.pass_k[k],
-                    ".2f",
-                )
-            )
-        row.append(
-            _vs(
-                c.predicted.success_calls,
-                c.recorded.success_calls,
-                c.low.success_calls,
-                c.high.success_calls,
-                ".1f",
-            )
-        )
-        row.append(
-            _vs(
-                c.predicted.failure_calls,
-                c.recorded.failure_calls,
-                c.low.failure_calls,
-                c.high.failure_calls,
-                ".1f",
-            )
-        )
-        row.append(f"{c.ks_pvalue:.3f}")
-        model = " ".join(f"{v:.1f}" for v in c.spread_expected)
-        record = " ".join(f"{v:.0f}" for v in c.spread_recorded)
-        row.append(f"{model} vs {record}")
-        row.append(f"{c.spread_pvalue:.3f}")
-        if not c.held_out:
-            row.append("not a validation")
-        elif c in validation.folds:  # a fold: its tests after Holm over every fold's tests
-            failed = c.rejected()
-            low = min(c.adjusted.values()) if c.adjusted else math.nan
-            row.append(f"ok (Holm p ≥ {low:.2f})" if not failed else "FAILS " + ", ".join(failed))
-        else:
-            failed = c.failures()
-            row.append("ok" if not failed else "FAILS " + ", ".join(failed))
-        rows.append(row)
-    e = validation.effect
-    notes = [
-        "cells: model vs record, then the record's 95 % interval (bootstrap over tasks); "
-        "KS: two-sample Kolmogorov-Smirnov test of tool calls per run",
-        "each fold is predicted by the model fitted on the other folds; the verdict: the "
-        "pooled held-out row (every task predicted once by a fit that never saw it) passes "
-        "every check at 5 %, and no fold test (pass^k, both lengths, KS, spread: parametric "
-        "p-values from simulated records) is rejected by Holm over all folds' tests at 5 %",
-        "spread: tasks by successes out of their first runs, model (expected) vs record; "
-        "the spread test: the variance over tasks of their successes, p from simulated records",
-        f"fit on all tasks: task_effect_mean {e.mean:.3f}, task_effect_slope {e.slope:.3f}, "
-        f"task_effect_sd {e.sd:.3f}"
-        + (" (homogeneous: slope and sd fixed at 0)" if validation.homogeneous else "")
-        + (f"; structure {validation.fitted.structure}" if len(validation.structures) > 1 else "")
-        + "".join(f", {k} {v:.3f}" for k, v in e.task_params().items()),
-    ]
-    return TextTable("calibration checked on held-out tasks", columns, rows, notes, left=1)
-
-
-def _vs(model: float, record: float, low: float, high: float, fmt: str) -> str:
-    if math.isnan(record):
-        return f"{_num(model, fmt)} vs –"
-    return f"{_num(model, fmt)} vs {_num(record, fmt)} [{_num(low, fmt)}, {_num(high, fmt)}]"
+# TextTable lives in opar_sim.measure.table; the commands still import it from here too
+__all__ = [
+    "TextTable",
+    "analysis_outcomes",
+    "comparison_table",
+    "outcome_table",
+    "pass_columns",
+    "response_table",
+    "summary_table",
+    "world_table",
+]

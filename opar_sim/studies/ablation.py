@@ -19,17 +19,28 @@ Every arm runs on the same held-out episodes (common random numbers); each is
 paired against the reference: success difference with the exact McNemar p
 (Holm-adjusted over the arms), objective and token differences with paired
 bootstrap 95 % intervals.
+
+``ablation(spec, budget, executor)`` runs the whole protocol and returns an ``Ablation``:
+its ``table()`` is the command's table, its ``to_dict()`` the command's ``ablation.json``.
 """
 
 from __future__ import annotations
 
+import inspect
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from controllers.registry import CONTROLLERS
 from opar_sim.measure.paired import paired_against, paired_columns
 from opar_sim.measure.stats import Estimate, discordant, holm, mcnemar_exact
-from opar_sim.spec.schema import Objective
+from opar_sim.measure.table import TextTable
+from opar_sim.running.executors import ExecutorConfig, open_executor
+from opar_sim.running.search import apply_params, executor_evaluate
+from opar_sim.running.stages import Stage, no_stage
+from opar_sim.spec.build import parse_spec
+from opar_sim.spec.schema import ExperimentSpec, Objective
 from opar_sim.studies.seeds import HOLDOUT_SEED
 
 # name -> the gains set to zero
@@ -211,3 +222,149 @@ def ablation_json(
             for r in results
         ],
     }
+
+
+@dataclass(frozen=True)
+class AblationBudget:
+    """What the ablation may spend: held-out episodes per arm (every arm the same ones)."""
+
+    episodes: int = 2000
+
+
+@dataclass
+class Ablation:
+    """The ablation's result: every arm against the full law, on the same held-out episodes."""
+
+    arms: list[ArmResult]
+    episodes: int
+    seed: int
+    objective: Objective
+    wall_seconds: float
+
+    def to_dict(self) -> dict[str, Any]:
+        """``ablation.json``: the protocol, every arm against the full law, the wall time."""
+        return ablation_json(self.arms, self.episodes, self.seed, self.objective) | {
+            "wall_seconds": self.wall_seconds
+        }
+
+    def table(self) -> TextTable:
+        """Each arm's success and tokens, paired against the full law."""
+        return ablation_table(self.arms, self.episodes, self.seed)
+
+
+def _pid_defaults() -> dict[str, inspect.Parameter]:
+    return dict(inspect.signature(CONTROLLERS.factories["pid"]).parameters)
+
+
+def ablation_arms(spec: ExperimentSpec, source: str | None = None) -> list[Arm]:
+    """The arms of ``spec``'s PID, each checked to be a valid spec before any episode runs.
+
+    Args:
+        spec: The spec; its PID (``[controller]`` or a ``[[compare]]`` entry) or the default.
+        source: How an error names the spec (default: its name).
+
+    Returns:
+        The arms, the reference first.
+
+    Raises:
+        SpecError: naming the arm whose spec is not valid.
+    """
+    base = pid_data(spec.model_dump())
+    signature = _pid_defaults()
+    own = base["controller"]["params"]
+    plan = arms(
+        int(own.get("settle_count", signature["settle_count"].default)),
+        float(own.get("pace", signature["pace"].default)),
+    )
+    for arm in plan:
+        parse_spec(
+            apply_params(base, arm.changes), f"{source or spec.name}: ablation arm {arm.label}"
+        )
+    return plan
+
+
+def ablation(
+    spec: ExperimentSpec,
+    budget: AblationBudget = AblationBudget(),
+    executor: ExecutorConfig | None = None,
+    *,
+    seed: int = HOLDOUT_SEED,
+    plan: Sequence[Arm] | None = None,
+    source: str | None = None,
+    stage: Stage = no_stage,
+) -> Ablation:
+    """Run every arm on the same held-out episodes and pair each against the full law.
+
+    Args:
+        spec: The spec whose PID is ablated (its objective scores the episodes).
+        budget: Held-out episodes per arm.
+        executor: Where the episodes run (None: serially, in this process).
+        seed: The held-out seed (also the bootstrap's).
+        plan: The arms, the reference first (default: ``ablation_arms(spec)``).
+        source: How an error names the spec (default: its name).
+        stage: Shows the progress, one unit per arm (default: nothing).
+
+    Returns:
+        The arms' results, the reference first.
+    """
+    started = time.perf_counter()
+    plan = list(plan) if plan is not None else ablation_arms(spec, source)
+    objective = spec.tune.objective if spec.tune is not None else Objective()
+    base = pid_data(spec.model_dump())
+    signature = _pid_defaults()
+    defaults = {g: float(signature[g].default) for g in ("kp", "ki", "kd")}
+    config = executor or ExecutorConfig("serial", 1)
+    results = []
+    with open_executor(config) as pool, stage("arms", len(plan)) as advance:
+        evaluate = executor_evaluate(base, pool, config.parallelism, parse_spec)
+        for arm in plan:
+            rows = evaluate(arm.changes, budget.episodes, seed)
+            results.append((arm, gains_of(base["controller"]["params"], arm, defaults), rows))
+            advance(1)
+    scored = score_arms(results, objective, seed)
+    return Ablation(scored, budget.episodes, seed, objective, time.perf_counter() - started)
+
+
+def ablation_table(results: Sequence[ArmResult], episodes: int, seed: int) -> TextTable:
+    """Each arm's success and tokens, paired against the full law."""
+    columns = [
+        "arm",
+        "kp",
+        "ki",
+        "kd",
+        "success (95% CI)",
+        "Δ success pts",
+        "b/c",
+        "McNemar p",
+        "Holm p",
+        "tokens",
+        "Δ tokens (95% CI)",
+    ]
+    rows = []
+    for k, r in enumerate(results):
+        lo, hi = r.success_ci95
+        ref = k == 0
+        d = r.tokens_diff
+        rows.append(
+            [
+                r.arm.label + (" (reference)" if ref else ""),
+                f"{r.gains['kp']:g}",
+                f"{r.gains['ki']:g}",
+                f"{r.gains['kd']:g}",
+                f"{r.success:.1%} [{lo:.1%}, {hi:.1%}]",
+                "" if ref else f"{100 * r.success_diff:+.1f}",
+                "" if ref else f"{r.discordant[0]}/{r.discordant[1]}",
+                "" if ref else f"{r.p_mcnemar:.3g}",
+                "" if ref else f"{r.p_holm:.3g}",
+                f"{r.mean_tokens:.0f}",
+                "" if ref else f"{d.mean:+.0f} [{d.low:+.0f}, {d.high:+.0f}]",
+            ]
+        )
+    notes = [
+        f"{episodes} held-out episodes (seed {seed}), the same for every arm; Δ = arm − reference",
+        "b/c = episodes only the arm / only the reference solved; exact McNemar p, "
+        "Holm-adjusted over the arms; token interval: paired bootstrap 95 %",
+        "settle = consecutive readings inside the settle band before TERMINATE "
+        "(1: no confirmation)",
+    ]
+    return TextTable("PID ablation", columns, rows, notes, left=1, bold=False)

@@ -21,10 +21,17 @@ threshold turns scores into alarms.
 
 Precision and recall carry Wilson 95 % intervals; the median delay a
 distribution-free 95 % interval (order statistics, binomial ranks).
+
+``detectors(spec, budget, executor)`` is the study: every detector scored on as many
+tuning episodes (``TUNING_SEED``) and evaluation episodes (the spec's seed); each one's
+threshold is chosen on the tuning episodes and every number reported comes from the
+evaluation ones.  Its ``DetectorsResult`` has the command's ``table()`` and ``to_dict()``.
 """
 
 from __future__ import annotations
 
+import math
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -35,6 +42,12 @@ from opar_sim.core.detectors import DETECTORS, Detector
 from opar_sim.core.types import EpisodeResult
 from opar_sim.measure.exact_intervals import median_interval
 from opar_sim.measure.stats import wilson_interval
+from opar_sim.measure.table import TextTable
+from opar_sim.running.executors import ExecutorConfig
+from opar_sim.running.runner import simulate
+from opar_sim.spec.edit import with_overrides
+from opar_sim.spec.schema import ExperimentSpec, SpecError
+from opar_sim.studies.seeds import TUNING_SEED
 
 STUCK_K = 3
 THRESHOLDS: dict[str, tuple[float, ...]] = {
@@ -203,3 +216,164 @@ def score_detectors(
 def best(scored: Mapping[str, Sequence[Score]]) -> Score:
     """The detector and threshold with the highest F1 (ties: the earlier listed)."""
     return max((s for row in scored.values() for s in row), key=lambda s: s.f1)
+
+
+@dataclass(frozen=True)
+class DetectorsBudget:
+    """What the study may spend: episodes on each seed, tuning and evaluation (None: the spec's)."""
+
+    episodes: int | None = None
+
+
+@dataclass
+class DetectorsResult:
+    """Every detector at every threshold on the evaluation episodes, and the tuned choices."""
+
+    source: str  # how the JSON names the spec
+    name: str  # the spec's name
+    episodes: int
+    seed: int  # the evaluation seed
+    k: int
+    controller: str
+    scored: dict[str, list[Score]]  # on the evaluation episodes
+    chosen: dict[str, float]  # per detector, the threshold of highest F1 on tuning episodes
+    top: Score  # the best detector and threshold on tuning, scored on evaluation
+    wall_seconds: float
+
+    def to_dict(self) -> dict[str, Any]:
+        """``detectors.json``: every score, the tuned thresholds and the best one."""
+        return {
+            "spec": self.source,
+            "episodes": self.episodes,
+            "seed": self.seed,
+            "k": self.k,
+            "controller": self.controller,
+            "tuning_seed": TUNING_SEED,
+            "detectors": {name: [s.as_dict() for s in rows] for name, rows in self.scored.items()},
+            "chosen_on_tuning": self.chosen,
+            "best": self.top.as_dict(),
+            "wall_seconds": self.wall_seconds,
+        }
+
+    def table(self) -> TextTable:
+        """Each detector at its default threshold and at the one chosen on tuning episodes."""
+        return detectors_table(self.scored, self.chosen, self.top, self.to_dict())
+
+    def points(self) -> dict[str, list[tuple[float, float]]]:
+        """Per detector, (recall, precision) at each threshold that raised an alarm."""
+        return {
+            name: [(s.recall, s.precision) for s in rows if not math.isnan(s.precision)]
+            for name, rows in self.scored.items()
+        }
+
+
+def detectors(
+    spec: ExperimentSpec,
+    budget: DetectorsBudget = DetectorsBudget(),
+    executor: ExecutorConfig | None = None,
+    *,
+    k: int = STUCK_K,
+    source: str | None = None,
+) -> DetectorsResult:
+    """Score every detector on tuning and evaluation episodes of the spec's controller.
+
+    The episodes run serially in this process (the detectors need every step of every
+    episode, which the executors do not send back), so ``executor`` is accepted for the
+    common shape of a study and not used.
+
+    Args:
+        spec: The spec; its first controller runs the episodes, on its seed.
+        budget: Episodes on each seed (None: the spec's).
+        executor: Not used (see above).
+        k: The stuck window.
+        source: How the JSON names the spec (default: its name).
+
+    Returns:
+        The scores.
+
+    Raises:
+        SpecError: when the spec's seed is the tuning seed.
+    """
+    del executor  # serial: see the docstring
+    started = time.perf_counter()
+    if budget.episodes is not None and budget.episodes != spec.episodes:
+        spec = with_overrides(spec, episodes=budget.episodes)
+    if spec.seed == TUNING_SEED:
+        raise SpecError(
+            f"detectors: seed {TUNING_SEED} chooses the thresholds; evaluate on another"
+        )
+    tuning = score_detectors(list(simulate(spec, spec.episodes, TUNING_SEED)), k)
+    scored = score_detectors(list(simulate(spec, spec.episodes, spec.seed)), k)
+    chosen = {name: max(rows, key=lambda s: s.f1).threshold for name, rows in tuning.items()}
+    top_tuning = best(tuning)
+    top = next(s for s in scored[top_tuning.detector] if s.threshold == top_tuning.threshold)
+    return DetectorsResult(
+        source or spec.name,
+        spec.name,
+        spec.episodes,
+        spec.seed,
+        k,
+        spec.controller_list()[0].name,
+        scored,
+        chosen,
+        top,
+        time.perf_counter() - started,
+    )
+
+
+def _row(s: Score, label: str) -> list[str]:
+    d = s.as_dict()
+    p, r = d["precision_ci95"], d["recall_ci95"]
+    lo, hi = d["median_delay_ci95"]
+    return [
+        s.detector,
+        f"{s.threshold:g}",
+        label,
+        str(s.alarms),
+        f"{s.precision:.1%} [{p[0]:.1%}, {p[1]:.1%}]" if p else "–",
+        f"{s.recall:.1%} [{r[0]:.1%}, {r[1]:.1%}]" if r else "–",
+        f"{s.median_delay:g} [{lo:g}, {hi:g}]" if s.delays else "–",
+        f"{s.f1:.3f}",
+    ]
+
+
+def detectors_table(
+    scored: dict[str, list[Score]],
+    chosen: dict[str, float],
+    top: Score,
+    summary: dict[str, Any],
+) -> TextTable:
+    """Each detector at its default threshold and at the one chosen on tuning episodes."""
+    rows = []
+    for cls in DETECTORS:
+        row = scored[cls.name]
+        default = next((s for s in row if s.threshold == cls.default), None)
+        tuned = next(s for s in row if s.threshold == chosen[cls.name])
+        if default is not None:
+            rows.append(_row(default, "default" + (", tuned" if default is tuned else "")))
+        if tuned is not default:
+            rows.append(_row(tuned, "tuned"))
+    spells = top.spells
+    notes = [
+        f"{summary['episodes']} episodes (seed {summary['seed']}) of {summary['controller']}; "
+        f"the detectors watch passively; stuck = no hidden progress for k = {summary['k']} "
+        f"steps ({spells} stuck spells)",
+        "precision: alarms (rising edges) raised at a stuck step; recall: stuck spells with the "
+        "score at the threshold; Wilson 95 %; delay: steps from a spell's onset, median "
+        "with its order-statistic 95 % interval",
+        f"tuned: the threshold of highest F1 on {summary['episodes']} tuning episodes "
+        f"(seed {summary['tuning_seed']}), scored here",
+        f"best (F1 on tuning): {top.detector} at {top.threshold:g}: precision "
+        f"{top.precision:.1%}, recall {top.recall:.1%}, F1 {top.f1:.3f} (evaluation)",
+    ]
+    columns = [
+        "detector",
+        "threshold",
+        "",
+        "alarms",
+        "precision (95% CI)",
+        "recall (95% CI)",
+        "median delay",
+        "F1",
+    ]
+    return TextTable("stall and loop detectors", columns, rows, notes, left=3, bold=False)

@@ -13,13 +13,17 @@ k_p = K_p, k_i = K_p/T_i, k_d = K_p·T_d.  These are the baseline a gain
 tuner must beat: ``tune_plant`` searches (k_p, k_i, k_d) with Optuna on
 training seeds and scores all three on held-out seeds by the integral of the
 absolute error (IAE) of a set-point step with the plant's load disturbance.
+
+``relay(spec, budget, executor)`` is the study: the relay test on the spec's plant, the
+classic gains from it, and the tuner against them on held-out seeds.  Its ``RelayStudy``
+has the command's ``table()``, ``to_dict()`` (``relay.json``) and ``gains_toml()``.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
@@ -29,8 +33,11 @@ import environments
 from controllers import CognitivePID
 from environments.plant import SET_POINT, Plant
 from opar_sim.core.seeding import episode_seed, streams
+from opar_sim.measure.table import TextTable
+from opar_sim.running.executors import ExecutorConfig
 from opar_sim.running.search import minimize, paired_bootstrap
-from opar_sim.spec.schema import ParamRange
+from opar_sim.running.stages import Note, Stage, no_note, no_stage
+from opar_sim.spec.schema import ExperimentSpec, ParamRange, SpecError
 from opar_sim.studies.seeds import HOLDOUT_SEED
 
 
@@ -216,3 +223,160 @@ def tune_plant(
                 margins[other] = (float(np.mean(held[other]) - np.mean(held[name])), lo, hi)
         out.append(Contender(name, gains, float(np.mean(held[name])), margins))
     return out
+
+
+@dataclass(frozen=True)
+class RelayBudget:
+    """What the study may spend: Optuna trials and episodes per trial and per contender."""
+
+    trials: int = 40  # gain sets scored by the tuner, the classic rules among them
+    holdout: int = 200  # held-out episodes per contender
+    train_episodes: int = 30  # training episodes per trial
+
+
+@dataclass
+class RelayStudy:
+    """The relay test's measurement and every contender's gains and held-out IAE."""
+
+    name: str  # the spec's name
+    params: dict[str, Any]  # the plant's
+    relay: RelayResult
+    contenders: list[Contender]  # Ziegler–Nichols, Tyreus–Luyben, then the tuned gains
+    holdout: int
+
+    def to_dict(self) -> dict[str, Any]:
+        """``relay.json``: the relay test (without its traces) and every contender."""
+        return {
+            "relay": {
+                k: v for k, v in asdict(self.relay).items() if k not in ("outputs", "inputs")
+            },
+            "contenders": [asdict(c) for c in self.contenders],
+        }
+
+    def table(self) -> TextTable:
+        """Each contender's gains and held-out IAE, with its margin over the tuned gains."""
+        return contender_table(self.contenders, self.holdout)
+
+    def gains_toml(self) -> str:
+        """``gains.toml``: the best held-out gains as ``[controller.params]`` (``gains_toml``)."""
+        return gains_toml(self.contenders)
+
+    def responses(self) -> dict[str, list[float]]:
+        """Each contender's closed loop from rest on the first held-out episode (the figure)."""
+        return {c.name: closed_loop(self.params, c.gains, HOLDOUT_SEED, 0) for c in self.contenders}
+
+
+def relay_line(result: RelayResult) -> str:
+    """One line: the measured K_u beside the plant's true one, P_u and the amplitude."""
+    return (
+        f"relay test: K_u = {result.ultimate_gain:.3f} "
+        f"(the plant's true K_u: {result.true_ultimate_gain:.3f}), "
+        f"P_u = {result.ultimate_period:.2f} samples, amplitude {result.amplitude:.3f}"
+    )
+
+
+def require_plant(spec: ExperimentSpec, source: str | None = None) -> None:
+    """Refuse a spec whose task is not ``plant``.
+
+    Raises:
+        SpecError: naming the spec (``source``, default its name) and its task.
+    """
+    if spec.task.name != "plant":
+        raise SpecError(
+            f"{source or spec.name}: the relay test needs task `plant`, not {spec.task.name!r}"
+        )
+
+
+def relay(
+    spec: ExperimentSpec,
+    budget: RelayBudget = RelayBudget(),
+    executor: ExecutorConfig | None = None,
+    *,
+    source: str | None = None,
+    note: Note = no_note,
+    stage: Stage = no_stage,
+) -> RelayStudy:
+    """Relay-test the spec's plant, derive the classic gains and tune against them.
+
+    The plant's episodes are single control loops, far cheaper than starting a worker,
+    so they run serially in this process: ``executor`` is accepted for the common shape
+    of a study and not used.
+
+    Args:
+        spec: A spec whose task is ``plant`` (its params; its seed trains the tuner).
+        budget: Trials, held-out and training episodes.
+        executor: Not used (see above).
+        source: How an error names the spec (default: its name).
+        note: Called with the relay test's line (``relay_line``) before the tuning.
+        stage: Shows the tuning's progress, one unit per trial.
+
+    Returns:
+        The study.
+
+    Raises:
+        SpecError: for a task other than ``plant``, or a plant with no limit cycle.
+    """
+    del executor  # serial: see the docstring
+    require_plant(spec, source)
+    params = dict(spec.task.params)
+    try:
+        test = relay_test(params, spec.seed)
+    except ValueError as exc:
+        raise SpecError(f"{source or spec.name}: {exc}") from None
+    baselines = {
+        "ziegler_nichols": ziegler_nichols(test.ultimate_gain, test.ultimate_period),
+        "tyreus_luyben": tyreus_luyben(test.ultimate_gain, test.ultimate_period),
+    }
+    note(relay_line(test))
+    with stage("tuning trials", budget.trials) as advance:
+        contenders = tune_plant(
+            params,
+            baselines,
+            spec.seed,
+            budget.trials,
+            train_episodes=budget.train_episodes,
+            holdout_episodes=budget.holdout,
+            on_trial=lambda _t: advance(1),
+        )
+    return RelayStudy(spec.name, params, test, contenders, budget.holdout)
+
+
+def contender_table(contenders: list[Contender], holdout: int) -> TextTable:
+    """Each contender's gains and held-out IAE, with its margin over the tuned gains."""
+    title = f"PID gains on the plant: IAE on {holdout} held-out episodes"
+    columns = ["gains", "kp", "ki", "kd", "IAE", "IAE - tuned", "95% CI"]
+    rows = []
+    for c in contenders:
+        margin = interval = ""
+        if c.name != "tuned":
+            mean, lo, hi = next(x for x in contenders if x.name == "tuned").margin_over[c.name]
+            margin, interval = f"{mean:+.3f}", f"{lo:+.3f} to {hi:+.3f}"
+        rows.append(
+            [
+                c.name,
+                f"{c.gains.kp:.3f}",
+                f"{c.gains.ki:.3f}",
+                f"{c.gains.kd:.3f}",
+                f"{c.holdout_iae:.3f}",
+                margin,
+                interval,
+            ]
+        )
+    return TextTable(title, columns, rows, [], left=0, bold=False)
+
+
+def gains_toml(contenders: list[Contender]) -> str:
+    """Valid TOML: the best held-out gains as ``[controller.params]``, the others commented.
+
+    One table can hold only one set of gains, so the contenders that scored
+    worse are written as comments below it, each ready to uncomment instead.
+    """
+    ranked = sorted(contenders, key=lambda c: c.holdout_iae)
+    lines = ["# PID gains from `opar-sim relay`, best held-out IAE first (lower is better)"]
+    for i, c in enumerate(ranked):
+        prefix = "" if i == 0 else "# "
+        lines.append("")
+        lines.append(f"# {c.name}: held-out IAE {c.holdout_iae:.3f}")
+        lines.append(f"{prefix}[controller.params]")
+        lines += [f"{prefix}{k} = {v:.6g}" for k, v in c.gains.as_dict().items()]
+    return "\n".join(lines) + "\n"

@@ -1,240 +1,44 @@
-"""Calibrating and measuring ``sprt``: its likelihood tables, its boundaries, its error rates.
+"""Measuring ``sprt``: its false-abandon curve, its token saving, and the study that runs both.
 
-``calibrate`` runs the law with both boundaries at infinity on tuning
-episodes (the trajectory is then the real run's up to wherever it would
-stop: its REPLAN rule does not read the boundaries) and fits
-
-* the δ_act table: log p(category | infeasible) − log p(category | feasible),
-  from every step, split by the step's feasibility (add-one smoothing);
-* the δ_task table: log p(bin | complete) − log p(bin | not complete);
-* each boundary: the smallest value whose exceedance share on the tuning
-  episodes has a 95 % Clopper–Pearson upper bound at most the rate asked for
-  (a false abandon: the statistic passes the boundary at a step where the
-  task is feasible and not complete, a share of the episodes feasible at their
-  first step; a false completion: the first crossing of the done boundary is
-  at a step where the task is not complete, a share of all episodes).
-
-``measure`` runs the calibrated law on evaluation episodes and returns the
-false-abandon curve: the share of feasible episodes given up by step t, with
-its Clopper–Pearson band.  ``token_saving`` pairs it against another law on
+The calibration (``opar_sim.studies.sprt_calibration``, re-exported here) fits the law's
+likelihood tables and boundaries on tuning episodes.  The measurement runs the calibrated
+law on evaluation episodes: ``abandon_curve`` is the share of feasible episodes given up by
+step t, with its Clopper–Pearson band; ``token_saving`` pairs it against another law on
 the same seeds.
+
+``sprt_study(spec, budget, executor)`` runs the whole protocol: calibrate on the tuning
+seed, then measure the calibrated agent, agents whose bias is shifted below and above it,
+and ``threshold``, on the hold-out seed.  Its ``SPRTStudy`` result's ``table()`` is the
+command's table and ``to_dict()`` its ``sprt.json``.
 """
 
 from __future__ import annotations
 
-import math
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from controllers.sprt import (
-    ABANDON_LLR,
-    DONE_BINS,
-    N_ACT,
-    SPRTReflector,
-    abandon_cell,
-    act_bin,
-    done_bin,
-)
-from opar_sim.core.controller import ReflectContext
-from opar_sim.core.types import EpisodeResult, Outcome, StepRecord
+from opar_sim.agents.simulated import SimulatedAgentParams
+from opar_sim.core.types import EpisodeResult, Outcome
 from opar_sim.measure.exact_intervals import clopper_pearson
 from opar_sim.measure.stats import Estimate, paired_interval
+from opar_sim.measure.table import TextTable
+from opar_sim.running.executors import ExecutorConfig, open_executor
 from opar_sim.running.runner import simulate
-from opar_sim.spec.edit import apply_changes
-from opar_sim.spec.schema import ExperimentSpec
+from opar_sim.spec.schema import ExperimentSpec, SpecError
 from opar_sim.studies.seeds import HOLDOUT_SEED, TUNING_SEED
+from opar_sim.studies.sprt_calibration import (
+    Calibration,
+    calibrate,
+    done_boundary,
+    pac_boundary,
+    with_controller,
+)
 
 EVALUATION_SEED = HOLDOUT_SEED  # measurement episodes: seen by no calibration
-
-
-def with_controller(
-    spec: ExperimentSpec, name: str, params: Mapping[str, Any], bias: float | None = None
-) -> ExperimentSpec:
-    """``spec`` running only ``name(**params)``, with the simulated agent's bias set if given."""
-    changes: dict[str, Any] = {
-        "compare": None,
-        "controller": {"name": name, "params": dict(params)},
-    }
-    if bias is not None:
-        changes["agent.params.bias"] = bias
-    return apply_changes(spec, changes, f"{spec.name}: {name}")
-
-
-def _llr(counts: np.ndarray) -> list[float]:
-    """Log p(· | row 1) − log p(· | row 0) with add-one smoothing."""
-    p = (counts + 1.0) / (counts + 1.0).sum(axis=1, keepdims=True)
-    return [float(x) for x in np.log(p[1]) - np.log(p[0])]
-
-
-def pac_boundary(sups: Sequence[float], rate: float, confidence: float = 0.95) -> float:
-    """The smallest boundary b whose exceedance share (sup > b) has a CP upper bound ≤ rate.
-
-    Args:
-        sups: Per-episode supremum of the statistic over its exposed steps
-            (−inf when never exposed).
-        rate: The error rate asked for.
-        confidence: Two-sided coverage of the Clopper–Pearson interval.
-
-    Returns:
-        The boundary (``inf`` when no finite one qualifies).
-    """
-    values = np.sort(np.asarray(sups, dtype=float))
-    n = len(values)
-    for b in np.unique(values[np.isfinite(values)]):
-        k = int(np.sum(values > b))
-        if clopper_pearson(k, n, confidence)[1] <= rate:
-            return float(b)
-    return math.inf
-
-
-@dataclass
-class Calibration:
-    """What ``calibrate`` fitted, and from what."""
-
-    params: dict[str, Any]
-    episodes: int
-    seed: int
-    feasible_episodes: int
-    act_counts: list[list[int]]  # [feasible, infeasible] × category
-    done_counts: list[list[int]]  # [not complete, complete] × bin
-
-
-def calibrate(
-    spec: ExperimentSpec,
-    episodes: int = 5000,
-    seed: int = TUNING_SEED,
-    alpha: float = 0.05,
-    beta: float = 0.05,
-) -> Calibration:
-    """Fit ``sprt``'s tables and boundaries on tuning episodes of ``spec``'s task and agent.
-
-    The give-up boundary is fitted first, on every feasible step of the
-    horizon; the done boundary then on the not-complete steps before the
-    give-up boundary would have stopped the episode (the real run stops there).
-
-    Args:
-        spec: The experiment (task, agent, limits); its controller is replaced.
-        episodes: Tuning episodes.
-        seed: Their base seed (a tuning seed: never an evaluation one).
-        alpha: The false-completion rate asked for.
-        beta: The false-abandon rate asked for.
-
-    Returns:
-        The parameters of ``sprt`` and the counts they came from.
-    """
-    inf = {"done_boundary": math.inf, "abandon_boundary": math.inf, "alpha": alpha, "beta": beta}
-    runs = list(simulate(with_controller(spec, "sprt", inf), episodes, seed))
-    act = np.zeros((2, len(ABANDON_LLR)))
-    done = np.zeros((2, DONE_BINS))
-    for r in runs:
-        productive = 0
-        for s in r.steps:
-            if s.evaluation is None:
-                continue
-            act[int(not s.feasible), abandon_cell(productive, s.evaluation.delta_act)] += 1
-            productive += act_bin(s.evaluation.delta_act) == N_ACT - 1
-            done[int(s.complete), done_bin(s.evaluation.delta_task)] += 1
-    # rounded as the law will be given them, so the boundaries fit the law exactly
-    fitted = {
-        "done_llr": [round(x, 4) for x in _llr(done)],
-        "abandon_llr": [round(x, 4) for x in _llr(act)],
-    }
-    traces = [_statistics(r, fitted) for r in runs]
-    # the null population is the episodes feasible at their first step (the curve's too)
-    abandon_sups = [
-        max((a for a, _, s in trace if s.feasible and not s.complete), default=-math.inf)
-        for trace in traces
-        if trace and trace[0][2].feasible
-    ]
-    abandon_at = pac_boundary(abandon_sups, beta)
-    done_at = done_boundary([t for t in traces], abandon_at, alpha)
-    params = {
-        "alpha": alpha,
-        "beta": beta,
-        "done_llr": fitted["done_llr"],
-        "abandon_llr": fitted["abandon_llr"],
-        "done_boundary": done_at,
-        "abandon_boundary": abandon_at,
-    }
-    feasible = len(abandon_sups)
-    return Calibration(
-        params, episodes, seed, feasible, act.astype(int).tolist(), done.astype(int).tolist()
-    )
-
-
-def done_boundary(
-    traces: Sequence[Sequence[tuple[float, float, StepRecord]]], abandon_at: float, rate: float
-) -> float:
-    """The smallest done boundary whose false completions have a CP upper bound ≤ ``rate``.
-
-    A boundary b makes a false completion on an episode when the first step
-    with C_t > b comes before the give-up stop (S_t > ``abandon_at``) and the
-    task is not complete there: the real run stops at that step.  A boundary
-    qualifies when it and every larger candidate do.
-
-    Args:
-        traces: Per episode, (S_t, C_t, step) of the law replayed with infinite boundaries.
-        abandon_at: The give-up boundary in force.
-        rate: The false-completion rate asked for.
-
-    Returns:
-        The boundary (``inf`` when none qualifies).
-    """
-    n = len(traces)
-    # For boundary b the first crossing is the first new running maximum of C_t above b,
-    # so an episode makes a false completion for b in [previous maximum, this maximum) of
-    # each not-complete record: count those intervals at every candidate at once.
-    lows: list[float] = []
-    highs: list[float] = []
-    candidates: set[float] = set()
-    for trace in traces:
-        top = -math.inf
-        for a, d, s in trace:
-            if d > top:
-                candidates.add(d)
-                if not s.complete:
-                    lows.append(top)
-                    highs.append(d)
-                top = d
-            if a > abandon_at:
-                break
-    values = np.array(sorted(candidates))
-    lo = np.sort(np.array(lows))
-    hi = np.sort(np.array(highs))
-    # intervals with low <= b < high
-    counts = np.searchsorted(lo, values, side="right") - np.searchsorted(hi, values, side="right")
-    upper: dict[int, float] = {}
-    best = math.inf
-    for b, k in zip(values[::-1], counts[::-1], strict=True):
-        if int(k) not in upper:
-            upper[int(k)] = clopper_pearson(int(k), n)[1]
-        if upper[int(k)] > rate:
-            break
-        best = float(b)
-    return best
-
-
-def _statistics(
-    run: EpisodeResult, tables: Mapping[str, Sequence[float]]
-) -> list[tuple[float, float, StepRecord]]:
-    """(S_t, C_t, step) of ``sprt`` with ``tables`` replayed on a recorded episode."""
-    law = SPRTReflector(
-        done_llr=tables["done_llr"],
-        abandon_llr=tables["abandon_llr"],
-        done_boundary=math.inf,
-        abandon_boundary=math.inf,
-    )
-    out = []
-    for s in run.steps:
-        if s.evaluation is None:
-            continue
-        ctx = ReflectContext(s.step, s.time, 0.0, s.plan_age, s.plan_exhausted, s.replans)
-        terms = law.decide(s.evaluation, ctx).terms
-        out.append((terms["abandon_llr"], terms["done_llr"], s))
-    return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -369,3 +173,218 @@ def token_saving(base: Sequence[Row], law: Sequence[Row], seed: int = 0) -> dict
         "saving_ci95": [est.low, est.high],
         "saving_share": est.mean / float(np.mean(a_tokens)),
     }
+
+
+@dataclass(frozen=True)
+class SPRTBudget:
+    """What the study may spend: evaluation episodes per agent, and tuning episodes."""
+
+    episodes: int = 20000  # per agent (and for ``threshold``), on the hold-out seed
+    calibration: int = 5000  # on the tuning seed (unused when the parameters are given)
+
+
+@dataclass
+class SPRTStudy:
+    """The sprt study: its calibration, each agent's false-abandon curve, the token saving."""
+
+    source: str  # how the JSON names the spec
+    name: str  # the spec's name
+    calibration: Calibration
+    curves: list[AbandonCurve]  # the calibrated agent, then bias shifted down and up
+    success: dict[str, float]  # by curve label, and "threshold"
+    saving: dict[str, Any]  # ``token_saving`` of threshold against the calibrated agent
+    beta: float
+    episodes: int
+    wall_seconds: float
+
+    def to_dict(self) -> dict[str, Any]:
+        """``sprt.json``: the calibration, every agent's curve and summary, the saving."""
+        cal = self.calibration
+        return {
+            "spec": self.source,
+            "calibration": {
+                "seed": cal.seed,
+                "episodes": cal.episodes,
+                "feasible_episodes": cal.feasible_episodes,
+                "params": cal.params,
+                "act_counts": cal.act_counts,
+                "done_counts": cal.done_counts,
+            },
+            "evaluation_seed": EVALUATION_SEED,
+            "agents": [c.summary() | {"success": self.success[c.label]} for c in self.curves],
+            "curves": {c.label: {"share": c.share(), "band": c.band()} for c in self.curves},
+            "token_saving_vs_threshold": self.saving,
+            "threshold_success": self.success["threshold"],
+            "wall_seconds": self.wall_seconds,
+        }
+
+    def table(self) -> TextTable:
+        """Per agent: success, the curve's maximum with its band, false completions."""
+        return sprt_table(self.to_dict(), self.beta)
+
+    def figure_curves(self) -> dict[str, tuple[list[float], list[tuple[float, float]]]]:
+        """Per agent: the false-abandon curve and its band (what the figure draws)."""
+        return {c.label: (c.share(), c.band()) for c in self.curves}
+
+
+def require_simulated(spec: ExperimentSpec) -> None:
+    """Refuse a spec whose agent is not the simulated one (its bias is what the study shifts).
+
+    Raises:
+        SpecError: for any other agent.
+    """
+    if spec.agent.kind != "simulated":
+        raise SpecError("sprt: the spec's agent must be the simulated one")
+
+
+def sprt_study(
+    spec: ExperimentSpec,
+    budget: SPRTBudget = SPRTBudget(),
+    executor: ExecutorConfig | None = None,
+    *,
+    alpha: float = 0.05,
+    beta: float = 0.05,
+    shift: float = 0.2,
+    params: Mapping[str, Any] | None = None,
+    source: str | None = None,
+) -> SPRTStudy:
+    """Calibrate ``sprt`` on tuning episodes, then measure its error rates and token saving.
+
+    Each of the four arms (three agents and ``threshold``) is cut into episode ranges so
+    that more workers than arms stay busy; the rows do not depend on the cut.
+
+    Args:
+        spec: A spec with the simulated agent (its task, agent and limits).
+        budget: Evaluation episodes per agent and tuning episodes.
+        executor: Where the arms run (None: serially, in this process).
+        alpha: The false-completion rate asked for.
+        beta: The false-abandon rate asked for (also the table's pass mark).
+        shift: The bias shift of the other two agents, below and above the spec's.
+        params: ``sprt``'s parameters calibrated before: skips the calibration.
+        source: How the JSON names the spec (default: its name).
+
+    Returns:
+        The study.
+
+    Raises:
+        SpecError: for a spec whose agent is not the simulated one.
+    """
+    started = time.perf_counter()
+    require_simulated(spec)
+    bias = float(spec.agent.params.get("bias", SimulatedAgentParams.model_fields["bias"].default))
+    if params is not None:  # a calibration written before
+        cal = Calibration(dict(params), budget.calibration, TUNING_SEED, 0, [], [])
+    else:
+        cal = calibrate(spec, budget.calibration, TUNING_SEED, alpha, beta)
+    agents = {
+        f"calibrated (bias {bias:+.2f})": bias,
+        f"bias {bias - shift:+.2f} (−{shift:g})": bias - shift,
+        f"bias {bias + shift:+.2f} (+{shift:g})": bias + shift,
+    }
+    arms = [with_controller(spec, "sprt", cal.params, b) for b in agents.values()]
+    arms.append(with_controller(spec, "threshold", {}, bias))
+    rows = _run_arms(arms, budget.episodes, executor or ExecutorConfig("serial", 1))
+    curves = [
+        abandon_curve(r, spec.limits.max_steps, label, b)
+        for r, (label, b) in zip(rows, agents.items(), strict=False)
+    ]
+    success = {
+        c.label: sum(x.success for x in r) / len(r) for c, r in zip(curves, rows, strict=False)
+    }
+    success["threshold"] = sum(x.success for x in rows[-1]) / len(rows[-1])
+    saving = token_saving(rows[-1], rows[0])
+    return SPRTStudy(
+        source or spec.name,
+        spec.name,
+        cal,
+        curves,
+        success,
+        saving,
+        beta,
+        budget.episodes,
+        time.perf_counter() - started,
+    )
+
+
+def _run_arms(
+    arms: Sequence[ExperimentSpec], episodes: int, config: ExecutorConfig
+) -> list[list[Row]]:
+    """Each arm's rows on the evaluation seed, each arm in episode ranges run on ``config``."""
+    parts = max(1, min(config.parallelism // len(arms), episodes))
+    edges = [episodes * k // parts for k in range(parts + 1)]
+    jobs = [
+        (a.model_dump_json(), edges[k + 1] - edges[k], EVALUATION_SEED, edges[k])
+        for a in arms
+        for k in range(parts)
+    ]
+    with open_executor(config) as pool:
+        pieces = list(pool.map(run_arm, *zip(*jobs, strict=True)))
+    return [
+        [x for piece in pieces[i * parts : (i + 1) * parts] for x in piece]
+        for i in range(len(arms))
+    ]
+
+
+def sprt_table(summary: dict[str, Any], beta: float) -> TextTable:
+    """Per agent: success, the false-abandon curve's maximum with its band, false completions."""
+    rows = []
+    for a in summary["agents"]:
+        low, high = a["max_band"]
+        rows.append(
+            [
+                a["label"],
+                f"{a['success']:.1%}",
+                f"{a['feasible']}",
+                f"{a['max_share']:.2%} [{low:.2%}, {high:.2%}] at t={a['max_step']}",
+                f"{a['max_upper']:.2%}",
+                "yes" if a["max_upper"] <= beta else "NO",
+                f"{a['false_completion_share']:.2%}",
+            ]
+        )
+    s = summary["token_saving_vs_threshold"]
+    notes = [
+        f"calibrated on tuning seed {summary['calibration']['seed']}, episodes 0.."
+        f"{summary['calibration']['episodes'] - 1}; measured on seed {summary['evaluation_seed']}",
+        "false abandon = give-up on a feasible task (outcome abandoned); share of episodes "
+        "feasible at their first step; band: 95 % Clopper–Pearson, step by step",
+        f"threshold success on the calibrated agent: {summary['threshold_success']:.1%}",
+    ]
+    if s.get("failing"):
+        lo, hi = s["saving_ci95"]
+        notes.append(
+            f"token saving vs threshold on the {s['failing']} episodes threshold fails: "
+            f"{s['saving']:.0f} [{lo:.0f}, {hi:.0f}] tokens per episode "
+            f"({s['saving_share']:.1%} of threshold's {s['base_tokens']:.0f}; paired bootstrap)"
+        )
+    columns = [
+        "agent",
+        "success",
+        "feasible",
+        "max false-abandon share (95% CP)",
+        "max CP upper",
+        f"≤ β={beta:g}",
+        "false completions",
+    ]
+    return TextTable("sprt: false abandons by step", columns, rows, notes, left=1, bold=False)
+
+
+__all__ = [
+    "EVALUATION_SEED",
+    "TUNING_SEED",
+    "AbandonCurve",
+    "Calibration",
+    "Row",
+    "SPRTBudget",
+    "SPRTStudy",
+    "abandon_curve",
+    "calibrate",
+    "done_boundary",
+    "pac_boundary",
+    "require_simulated",
+    "row_of",
+    "run_arm",
+    "sprt_study",
+    "sprt_table",
+    "token_saving",
+    "with_controller",
+]

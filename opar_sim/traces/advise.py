@@ -18,24 +18,32 @@ when every task has one trial (a simulated run without ``trials``) the worlds ar
 as draws of one task.  The chance of success within B is computed exactly by recursion
 over the budget left, per task, and averaged over tasks; intervals come from the task
 bootstrap (for pooled runs, from resampling runs).
+
+``advise(rundir)`` answers both for a run directory: its ``Advice`` holds every cap table,
+the smallest caps and the restart study; ``tables()`` are the command's tables and
+``to_dict()`` its ``advise.json``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
+from opar_sim.core.errors import InputError
 from opar_sim.measure.group_bootstrap import group_resample_counts, ratio_estimates
 from opar_sim.measure.stats import Estimate
-from opar_sim.traces.stopping import RunCost, by_task, task_index
+from opar_sim.measure.table import TextTable
+from opar_sim.traces.stopping import RunCost, by_task, load_costs, task_index
 
 CAP_SIGNALS = ("steps", "calls", "tokens")
 MAX_TOKEN_CAPS = 2000
 POOLED_RESAMPLES = 300
+SHOWN_ROWS = 16  # rows of each cap table shown (advise.json has every cap)
 
 
 @dataclass(frozen=True, slots=True)
@@ -253,3 +261,159 @@ def restarts(
         for j, c in enumerate(cutoffs[:-1])
     ]
     return Restarts(b, pooled, len(groups), estimate(point[-1], draws[:, -1]), table)
+
+
+@dataclass(frozen=True)
+class Advice:
+    """Every cap's effect, the smallest caps keeping a share of the successes, the restarts."""
+
+    runs: int
+    tasks: int
+    share: float
+    caps: dict[str, list[CapRow]]  # per signal of ``CAP_SIGNALS``, every cap
+    best: dict[str, CapRow | None]  # per signal, the smallest cap keeping ``share``
+    restarts: Restarts
+    time_to_success: list[float]
+
+    def to_dict(self) -> dict[str, Any]:
+        """``advise.json``: every cap of every signal, time to success, the restart study."""
+        study = self.restarts
+        out: dict[str, Any] = {"runs": self.runs, "tasks": self.tasks, "share": self.share}
+        out |= {signal: [r.to_dict() for r in rows] for signal, rows in self.caps.items()}
+        out["time_to_success"] = self.time_to_success
+        out["restarts"] = {
+            "budget": study.budget,
+            "pooled": study.pooled,
+            "continue": study.continuing.to_dict(),
+            "cutoffs": [
+                {"cutoff": r.cutoff, "success": r.success.to_dict(), "gain": r.gain.to_dict()}
+                for r in study.rows
+            ],
+            "verdict": study.verdict(),
+        }
+        return out
+
+    def table(self) -> TextTable:
+        """The smallest cap of each signal keeping ``share`` of the successes."""
+        smallest = [
+            [signal, str(best.cap), _cell(best.kept_share), _cell(best.saved)]
+            for signal, best in self.best.items()
+            if best is not None
+        ]
+        return TextTable(
+            f"smallest caps keeping {self.share:.0%} of the successes",
+            ["signal", "cap", "successes kept", "saved (all runs)"],
+            smallest,
+            [
+                f"{self.runs} runs of {self.tasks} tasks; exact replay of each cap on the "
+                "recorded runs; 95 % intervals from a bootstrap over tasks"
+            ],
+        )
+
+    def cap_table(self, signal: str) -> TextTable:
+        """One signal's caps (thinned evenly past ``SHOWN_ROWS``; the smallest one starred)."""
+        rows, best = self.caps[signal], self.best[signal]
+        table = [
+            [
+                str(r.cap) + (" *" if r is best else ""),
+                _cell(r.success_rate),
+                _cell(r.kept_share),
+                _cell(r.saved),
+                _cell(r.saved_failures),
+            ]
+            for r in _shown(rows, best)
+        ]
+        columns = [f"{signal} cap", "success rate", "successes kept", "saved (all)", "saved (fail)"]
+        notes = [f"* the smallest cap keeping {self.share:.0%} of the successes"]
+        if len(table) < len(rows):
+            notes.append(f"{len(table)} of {len(rows)} caps shown; every cap in advise.json")
+        return TextTable(f"{signal} caps", columns, table, notes)
+
+    def restart_table(self) -> TextTable:
+        """Restarting at a few cutoffs (and the best) against continuing, with the verdict."""
+        study = self.restarts
+        pick = sorted(
+            {1, 2, 3, 5, 8, 10, 12, 15, 20, 25, study.budget - 1} & set(range(1, study.budget))
+        )
+        table = [
+            [str(r.cutoff), _cell(r.success), _cell(r.gain)]
+            for r in study.rows
+            if r.cutoff in pick or r is study.best
+        ]
+        table.append(["continue", _cell(study.continuing), "0"])
+        how = (
+            "the worlds pooled as draws of one task (one trial each)"
+            if study.pooled
+            else f"each attempt a fresh draw from its own task's recorded trials ({study.tasks} "
+            "tasks)"
+        )
+        notes = [
+            f"restart: an attempt still running at the cutoff is killed and a fresh one started, "
+            f"within {study.budget} turns in all; an attempt that ends by itself stands",
+            f"estimated from the time-to-success distribution: {how}, independent given the task",
+            study.verdict(),
+        ]
+        return TextTable(
+            f"restart at a cutoff vs continue (budget {study.budget} turns)",
+            ["cutoff", "success within budget", "gain vs continue"],
+            table,
+            notes,
+        )
+
+    def tables(self) -> list[TextTable]:
+        """Every table, in the command's order: each signal's caps, the smallest, restarts."""
+        return [
+            *(self.cap_table(signal) for signal in self.caps),
+            self.table(),
+            self.restart_table(),
+        ]
+
+
+def advise(
+    rundir: str | Path,
+    *,
+    share: float = 0.99,
+    budget: int | None = None,
+    of: str | None = None,
+) -> Advice:
+    """The caps on turns, tool calls and tokens, and the restart study, for a run directory.
+
+    Args:
+        rundir: A run directory (simulated, or imported by ``opar-sim traces``).
+        share: The share of the recorded successes a cap must keep.
+        budget: The turns allowed per task in the restart study (default: the longest run).
+        of: Whose runs, in a run of several controllers.
+
+    Returns:
+        The advice.
+
+    Raises:
+        InputError: when the directory is not a run, or records no success.
+    """
+    runs = load_costs(rundir, of)
+    if not any(r.success for r in runs):
+        raise InputError(f"{rundir}: no recorded success, so no cap can keep one")
+    caps = {signal: cap_table(runs, signal) for signal in CAP_SIGNALS}
+    return Advice(
+        len(runs),
+        len({r.task for r in runs}),
+        share,
+        caps,
+        {signal: smallest_cap(rows, share) for signal, rows in caps.items()},
+        restarts(runs, budget),
+        time_to_success(runs),
+    )
+
+
+def _cell(e: Estimate) -> str:
+    return f"{e.mean:.3f} [{e.low:.3f}, {e.high:.3f}]"
+
+
+def _shown(rows: list[CapRow], best: CapRow | None) -> list[CapRow]:
+    """Every row of a short table; else an even thinning, with the recommended cap kept."""
+    if len(rows) <= SHOWN_ROWS + 14:
+        return rows
+    picks = set(np.linspace(0, len(rows) - 1, SHOWN_ROWS).round().astype(int).tolist())
+    if best is not None:
+        picks.add(rows.index(best))
+    return [rows[k] for k in sorted(picks)]

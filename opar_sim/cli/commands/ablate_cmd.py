@@ -8,15 +8,11 @@ same held-out episodes; each against the full law with settle count 2.
 from __future__ import annotations
 
 import argparse
-import inspect
-import time
-from collections.abc import Sequence
 from pathlib import Path
 
 from rich.console import Console
 from rich.markup import escape
 
-from controllers.registry import CONTROLLERS
 from opar_sim.cli.commands.common import (
     add_executor_flags,
     default_out,
@@ -24,22 +20,11 @@ from opar_sim.cli.commands.common import (
     int_at_least,
     require_backends,
 )
-from opar_sim.cli.render import progress_bar
-from opar_sim.cli.tables import TextTable
+from opar_sim.cli.progress import stages
 from opar_sim.rundir import prepare_out_dir, write_json
-from opar_sim.running.executors import open_executor
-from opar_sim.running.search import apply_params, executor_evaluate
-from opar_sim.spec.build import load_spec, parse_spec
-from opar_sim.spec.schema import Objective
-from opar_sim.studies.ablation import (
-    HOLDOUT_SEED,
-    ArmResult,
-    ablation_json,
-    arms,
-    gains_of,
-    pid_data,
-    score_arms,
-)
+from opar_sim.spec.build import load_spec
+from opar_sim.studies.ablation import AblationBudget, ablation, ablation_arms
+from opar_sim.studies.seeds import HOLDOUT_SEED
 
 NAME = "ablate"
 HELP = "switch the PID's terms off one by one (P, PI, PD, I; settle 1 or 2), paired against it"
@@ -67,83 +52,23 @@ def run(args: argparse.Namespace, console: Console) -> int:
     Returns:
         0; a bad spec is a usage error (exit 2).
     """
-    started = time.perf_counter()
     spec = load_spec(args.spec)
-    objective = spec.tune.objective if spec.tune is not None else Objective()
-    base = pid_data(spec.model_dump())
-    signature = inspect.signature(CONTROLLERS.factories["pid"]).parameters
-    defaults = {g: float(signature[g].default) for g in ("kp", "ki", "kd")}
-    own = base["controller"]["params"]
-    plan = arms(
-        int(own.get("settle_count", signature["settle_count"].default)),
-        float(own.get("pace", signature["pace"].default)),
-    )
-    for arm in plan:  # every arm must be a valid spec before any episode runs
-        parse_spec(apply_params(base, arm.changes), f"{args.spec}: ablation arm {arm.label}")
+    plan = ablation_arms(spec, source=args.spec)  # every arm a valid spec before any episode
     out: Path = args.out or default_out(f"{spec.name}-ablate")
     prepare_out_dir(out)
     config = executor_config(args)
     require_backends(spec)
-    results = []
-    with open_executor(config) as executor, progress_bar(console, unit="") as bar:
-        job = bar.add_task("arms", total=len(plan))
-        evaluate = executor_evaluate(base, executor, config.parallelism, parse_spec)
-        for arm in plan:
-            rows = evaluate(arm.changes, args.episodes, args.seed)
-            results.append((arm, gains_of(base["controller"]["params"], arm, defaults), rows))
-            bar.advance(job)
-    scored = score_arms(results, objective, args.seed)
-    elapsed = time.perf_counter() - started
+    result = ablation(
+        spec,
+        AblationBudget(episodes=args.episodes),
+        config,
+        seed=args.seed,
+        plan=plan,
+        stage=stages(console, unit=""),
+    )
     out.mkdir(parents=True, exist_ok=True)
-    summary = ablation_json(scored, args.episodes, args.seed, objective)
-    summary["wall_seconds"] = elapsed
-    write_json(out / "ablation.json", summary)
-    console.print(ablation_table(scored, args.episodes, args.seed).to_rich())
-    console.print(f"wall time: {elapsed:.0f} s")
+    write_json(out / "ablation.json", result.to_dict())
+    console.print(result.table().to_rich())
+    console.print(f"wall time: {result.wall_seconds:.0f} s")
     console.print(f"ablation directory: [green]{escape(str(out))}[/]")
     return 0
-
-
-def ablation_table(results: Sequence[ArmResult], episodes: int, seed: int) -> TextTable:
-    """Each arm's success and tokens, paired against the full law."""
-    columns = [
-        "arm",
-        "kp",
-        "ki",
-        "kd",
-        "success (95% CI)",
-        "Δ success pts",
-        "b/c",
-        "McNemar p",
-        "Holm p",
-        "tokens",
-        "Δ tokens (95% CI)",
-    ]
-    rows = []
-    for k, r in enumerate(results):
-        lo, hi = r.success_ci95
-        ref = k == 0
-        d = r.tokens_diff
-        rows.append(
-            [
-                r.arm.label + (" (reference)" if ref else ""),
-                f"{r.gains['kp']:g}",
-                f"{r.gains['ki']:g}",
-                f"{r.gains['kd']:g}",
-                f"{r.success:.1%} [{lo:.1%}, {hi:.1%}]",
-                "" if ref else f"{100 * r.success_diff:+.1f}",
-                "" if ref else f"{r.discordant[0]}/{r.discordant[1]}",
-                "" if ref else f"{r.p_mcnemar:.3g}",
-                "" if ref else f"{r.p_holm:.3g}",
-                f"{r.mean_tokens:.0f}",
-                "" if ref else f"{d.mean:+.0f} [{d.low:+.0f}, {d.high:+.0f}]",
-            ]
-        )
-    notes = [
-        f"{episodes} held-out episodes (seed {seed}), the same for every arm; Δ = arm − reference",
-        "b/c = episodes only the arm / only the reference solved; exact McNemar p, "
-        "Holm-adjusted over the arms; token interval: paired bootstrap 95 %",
-        "settle = consecutive readings inside the settle band before TERMINATE "
-        "(1: no confirmation)",
-    ]
-    return TextTable("PID ablation", columns, rows, notes, left=1, bold=False)

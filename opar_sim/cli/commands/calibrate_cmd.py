@@ -3,53 +3,35 @@
 Two kinds of record go through it:
 
 - a run recorded by opar-sim (an ``--agent llm`` run, or a simulated one): its
-  steps give the agent's knobs directly (``analysis.calibration.fit``; bias and
+  steps give the agent's knobs directly (``calibration.direct.fit``; bias and
   noise refined by simulated moments unless ``--direct``), checked in sample
   against the record's success rate and mean steps;
 - any record of runs per task, e.g. one imported with ``opar-sim traces
   import``: only outcomes, tool calls and task features, fitted on a model spec
   (``--model``, by default ``experiments/tau_airline_model.toml``).
 
-Both then fit the task heterogeneity (``analysis.heterogeneity``: a per-task
+Both then fit the task heterogeneity (``calibration.heterogeneity``: a per-task
 random effect on plan quality, its mean by a task feature; with ``--task-length``,
 or a model whose task has ``extra_reads_mean`` > 0, also a latent task length) by
 simulated maximum likelihood, and check it by cross-validation over task folds; "fits"
 is printed only when the held-out checks pass.  Writes
 ``RUNDIR/calibrated.toml`` (an ``[agent]`` section to paste into a spec) and
-``RUNDIR/calibration.json``.
+``RUNDIR/calibration.json``.  The protocol is ``opar_sim.calibration.calibrate``'s.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
-from pathlib import Path
-from typing import Any
 
 from rich.console import Console
 
-from opar_sim.calibration.direct import Calibration, check, fit, refine, simulated_spec
-from opar_sim.calibration.heterogeneity import (
-    LENGTH_GRID,
-    Validation,
-    build_table,
-    load_record,
-    table_cells,
-)
-from opar_sim.calibration.heterogeneity import validate as validate_record
+from opar_sim.calibration.calibrate import CalibrationBudget, calibrate
 from opar_sim.cli.commands.common import int_at_least
-from opar_sim.cli.render import progress_bar
-from opar_sim.cli.tables import validation_table
+from opar_sim.cli.progress import stages
 from opar_sim.rundir import write_bytes, write_json
-from opar_sim.spec.build import load_spec
-from opar_sim.spec.edit import apply_changes
-from opar_sim.spec.schema import ExperimentSpec, SpecError
-from opar_sim.traces.recorded import RecordedRun, load_run
 
 NAME = "calibrate"
 HELP = "fit the simulated agent to a record (LLM run or imported) and check it on held-out tasks"
-
-DEFAULT_MODEL = Path(__file__).resolve().parents[3] / "experiments" / "tau_airline_model.toml"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -122,30 +104,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _step_record(path: Path) -> RecordedRun | None:
-    """The run as an opar-sim record with the agent's steps, or None (an imported record)."""
-    if not (path / "spec.json").is_file():
-        if (path / "source.json").is_file():
-            return None  # an imported record: no spec, no simulated agent's steps to fit
-        raise SpecError(
-            f"{path}: no spec.json (an opar-sim run needs it; an imported one has source.json)"
-        )
-    run = load_run(path, need_steps=True)  # damaged or missing files: a one-line error
-    if "expert" not in run.steps[0]:
-        return None
-    return run
-
-
-def _model(args: argparse.Namespace, run: RecordedRun | None, cal: Calibration | None) -> Any:
-    if args.model is not None:
-        return load_spec(args.model)
-    if run is not None and cal is not None:
-        return simulated_spec(run.spec, cal)
-    if not DEFAULT_MODEL.is_file():
-        raise SpecError("calibrate: this record has no simulated spec of its own; give --model")
-    return load_spec(DEFAULT_MODEL)
-
-
 def run(args: argparse.Namespace, console: Console) -> int:
     """Fit the record, check the fit on held-out task folds, and report it.
 
@@ -153,170 +111,24 @@ def run(args: argparse.Namespace, console: Console) -> int:
         0 whatever the verdict (it is printed); a directory that is not a run, or a
         model that cannot reproduce the record's features, exits 2 through ``SpecError``.
     """
-    path = Path(args.rundir)
-    if not (path / "episodes.jsonl").is_file():
-        raise SpecError(f"{path}: not a run directory (no episodes.jsonl)")
-    recorded = _step_record(path)
-    report: dict[str, Any] = {}
-    calibration: Calibration | None = None
-    if recorded is not None:
-        calibration = fit(recorded)
-        if not args.direct:
-            calibration = refine(recorded, calibration)
-        result = check(recorded, calibration, args.episodes, args.seed)
-        report["check"] = result.to_dict() | {"in_sample": True}
-        r = result
-        lo, hi = r.recorded_success_ci
-        slo, shi = r.recorded_steps_ci
-        console.print(
-            f"recorded ({len(recorded.episodes)} episodes): success {r.recorded_success:.1%} "
-            f"[{lo:.1%}, {hi:.1%}], mean steps {r.recorded_steps:.2f} [{slo:.2f}, {shi:.2f}]",
-            highlight=False,
-        )
-        console.print(
-            f"calibrated simulation, in sample (not a validation; {r.episodes} episodes): "
-            f"success {r.simulated_success:.1%} "
-            f"({'within' if r.success_within else 'OUTSIDE'}), mean steps "
-            f"{r.simulated_steps:.2f} ({'within' if r.steps_within else 'OUTSIDE'})",
-            highlight=False,
-        )
-    model: ExperimentSpec = _model(args, recorded, calibration)
-    feature = str(model.agent.params.get("task_feature", "write_actions"))
-    record = load_record(path, feature, args.shape)
-    lengths = _lengths(args, model)
-    if lengths is None and model.task.params.get("extra_reads_mean"):  # --no-task-length
-        model = apply_changes(model, {"task.params.extra_reads_mean": 0.0}, "--no-task-length")
-    variants = _variants(model, args.vary)
-    validation = _validate(args, console, record, variants, lengths)
-    model = dict(variants)[validation.fitted.structure]
-    task_params = validation.effect.task_params()
-    if task_params:  # the fitted latent length is the task's: the model's task carries it
-        changes = {f"task.params.{k}": v for k, v in task_params.items()}
-        model = apply_changes(model, changes, "calibrate")
-    agent_params = dict(model.agent.params) | validation.effect.params()
-    evidence = dict(calibration.evidence) if calibration is not None else {}
-    evidence["task_effect_mean"] = (
-        f"simulated maximum likelihood over {len(record.tasks)} tasks, {record.runs} runs"
+    result = calibrate(
+        args.rundir,
+        CalibrationBudget(args.folds, args.cell_episodes, args.episodes),
+        model=args.model,
+        vary=args.vary,
+        shape=args.shape,
+        task_length=args.task_length,
+        length_slope=args.length_slope,
+        homogeneous=args.homogeneous,
+        seed=args.seed,
+        direct=args.direct,
+        note=lambda line: console.print(line, highlight=False),
+        stage=stages(console),
     )
-    snippet = Calibration(agent_params, evidence).to_toml(str(path))
-    if recorded is None:  # the task is the model's, not the record's: say which
-        snippet += _task_toml(model)
-    write_bytes(path / "calibrated.toml", snippet.encode())
-    report |= {
-        "params": agent_params,
-        "evidence": evidence,
-        "model": model.name,
-        "model_task": model.task.model_dump(),
-        "validation": validation.to_dict(),
-    }
-    write_json(path / "calibration.json", report)
-    console.print(snippet, highlight=False, markup=False)
-    console.print(validation_table(validation).to_rich())
-    failed = validation.failures()
-    if not failed:
-        console.print(
-            "fits: every held-out check passed (pooled, and every fold under Holm)",
-            highlight=False,
-        )
-    else:
-        console.print(
-            "does NOT fit on held-out tasks: " + ", ".join(failed) + " failed", highlight=False
-        )
-    console.print(f"wrote {path / 'calibrated.toml'}", highlight=False)
+    write_bytes(result.path / "calibrated.toml", result.snippet.encode())
+    write_json(result.path / "calibration.json", result.to_dict())
+    console.print(result.snippet, highlight=False, markup=False)
+    console.print(result.table().to_rich())
+    console.print(result.verdict(), highlight=False)
+    console.print(f"wrote {result.path / 'calibrated.toml'}", highlight=False)
     return 0
-
-
-def _value(text: str) -> Any:
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError:
-        return text
-
-
-def _variants(model: ExperimentSpec, vary: list[str]) -> list[tuple[str, ExperimentSpec]]:
-    """The model and its variants (every combination of the ``--vary`` values), labelled."""
-    variants: list[tuple[str, ExperimentSpec]] = [("model", model)]
-    for item in vary:
-        key, sep, values = item.partition("=")
-        if not sep or not key or not values:
-            raise SpecError(f"--vary {item!r}: expected PATH=V1,V2,...")
-        grown = []
-        for label, spec in variants:
-            for text in values.split(","):
-                value = _value(text.strip())
-                name = f"{key}={text.strip()}" if label == "model" else f"{label}, {key}={text}"
-                grown.append((name, apply_changes(spec, {key: value}, "--vary")))
-        variants = grown
-    return variants
-
-
-def _lengths(args: argparse.Namespace, model: ExperimentSpec) -> tuple[int, ...] | None:
-    """The table's latent lengths: ``LENGTH_GRID`` if the task length is fitted, else None."""
-    on = args.task_length
-    if on is None:
-        on = float(model.task.params.get("extra_reads_mean", 0.0) or 0.0) > 0
-    if on and model.task.name != "tool_chain":
-        raise SpecError(
-            f"--task-length: the model's task {model.task.name!r} has no latent length "
-            "(tool_chain has: extra_reads_*)"
-        )
-    return LENGTH_GRID if on else None
-
-
-def _validate(
-    args: argparse.Namespace,
-    console: Console,
-    record: Any,
-    variants: list[tuple[str, ExperimentSpec]],
-    lengths: tuple[int, ...] | None = None,
-) -> Validation:
-    features, cells = table_cells(record, args.cell_episodes, lengths)
-    tables = []
-    with progress_bar(console) as bar:
-        task = bar.add_task("simulating the model's table", total=cells * len(variants))
-        for label, spec in variants:
-            table = build_table(
-                spec,
-                features,
-                record.feature,
-                args.cell_episodes,
-                args.seed,
-                advance=lambda n: bar.advance(task, n),
-                shape=record.shape,
-                lengths=lengths,
-            )
-            tables.append((label, table))
-    with console.status("fitting and cross-validating"):
-        slope = bool(args.length_slope or _model_slope(variants[0][1]))
-        return validate_record(
-            record, tables, args.folds, args.seed, args.homogeneous, length_slope=slope
-        )
-
-
-def _model_slope(model: ExperimentSpec) -> float:
-    """The model's dependence of the latent length on the feature (0: none)."""
-    return float(model.task.params.get("extra_reads_slope", 0.0) or 0.0)
-
-
-def _toml_value(value: Any) -> str:
-    if isinstance(value, dict):
-        return "{" + ", ".join(f"{k} = {_toml_value(v)}" for k, v in value.items()) + "}"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, list):
-        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
-    return json.dumps(value)
-
-
-def _task_toml(model: ExperimentSpec) -> str:
-    """The model's task section (the fitted structure's), to go with the ``[agent]`` one."""
-    lines = [
-        "",
-        f"# the model's task ({model.name})",
-        "[task]",
-        f"name = {json.dumps(model.task.name)}",
-    ]
-    if model.task.params:
-        lines += ["", "[task.params]"]
-        lines += [f"{k} = {_toml_value(v)}" for k, v in model.task.params.items()]
-    return "\n".join(lines) + "\n"
