@@ -273,3 +273,27 @@ def test_the_seed_check_finds_a_literal():
 
     lines = ["HOLDOUT_SEED = 1_000_003", "TUNING_SEED = 100", "seed: int = 100", "x = 1000003"]
     assert all(any(re.search(rx, line) for rx in SEED_LITERALS) for line in lines)
+
+
+# Commands are thin: parse, call a study or a measurement, render (issue 25). Their main
+# functions (``run`` and ``run_*`` of each command, ``main`` of the command line) stay short.
+MAX_COMMAND_LINES = 40
+
+
+def _command_mains() -> dict[str, int]:
+    found = {}
+    for module, path in MODULES.items():
+        if not module.startswith("opar_sim.cli"):
+            continue
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            if isinstance(node, ast.FunctionDef) and (
+                node.name in ("run", "main") or node.name.startswith("run_")
+            ):
+                found[f"{module}.{node.name}"] = (node.end_lineno or 0) - node.lineno + 1
+    return found
+
+
+def test_no_command_main_is_over_40_lines():
+    mains = _command_mains()
+    assert "opar_sim.cli.commands.shootout_cmd.run" in mains
+    assert {m: n for m, n in mains.items() if n > MAX_COMMAND_LINES} == {}

@@ -70,9 +70,8 @@ def run(args: argparse.Namespace, console: Console) -> int:
     lines = "".join(to_line(r.to_dict()) for r in replayed)
     write_bytes(out, lines.encode("utf-8"), inside=recorded.path)
     counts = tally(replayed)
-    verdicts = [[verdict, str(n)] for verdict, n in sorted(counts["verdicts"].items())]
-    title = f"replayed under {args.controller}"
-    console.print(TextTable(title, ["verdict", "episodes"], verdicts, []).to_rich())
+    verdicts, outcomes = _verdict_tables(counts, args.controller)
+    console.print(verdicts.to_rich())
     checkable = counts["checkable"]
     console.print(
         f"checkable (outcome known): {checkable['checkable']}, "
@@ -82,27 +81,28 @@ def run(args: argparse.Namespace, console: Console) -> int:
     inexact = exactness(recorded.spec)
     if inexact is not None:
         console.print(f"note: verdicts are not exact: {inexact}", highlight=False)
-    names = sorted(set(counts["recorded"]) | set(counts["outcomes"]))
-    rows = [[n, str(counts["recorded"][n]), str(counts["outcomes"][n])] for n in names]
-    columns = ["outcome", "recorded", args.controller]
-    console.print(TextTable("outcomes", columns, rows, []).to_rich())
+    console.print(outcomes.to_rich())
     console.print(f"wrote {out}", highlight=False)
     return 0
+
+
+def _verdict_tables(counts: Any, controller: str) -> tuple[TextTable, TextTable]:
+    """The verdicts' table and the outcomes' (recorded against replayed under ``controller``)."""
+    verdicts = [[verdict, str(n)] for verdict, n in sorted(counts["verdicts"].items())]
+    names = sorted(set(counts["recorded"]) | set(counts["outcomes"]))
+    rows = [[n, str(counts["recorded"][n]), str(counts["outcomes"][n])] for n in names]
+    return (
+        TextTable(f"replayed under {controller}", ["verdict", "episodes"], verdicts, []),
+        TextTable("outcomes", ["outcome", "recorded", controller], rows, []),
+    )
 
 
 def _share(e: Any) -> str:
     return f"{e.mean:.3f} [{e.low:.3f}, {e.high:.3f}]"
 
 
-def run_laws(args: argparse.Namespace, console: Console) -> int:
-    """Replay the trace laws on every recorded run and print the frontier table.
-
-    Returns:
-        0; a malformed law or a directory that is not a run exits 2.
-    """
-    laws = parse_stopping_laws(args.laws)
-    runs = load_costs(args.rundir, args.of)
-    results = evaluate(runs, laws)
+def _frontier_table(runs: Any, results: Any) -> TextTable:
+    """The trace laws' frontier: successes kept against calls and turns saved."""
     tasks = len({r.task for r in runs})
     rows = [
         [
@@ -122,7 +122,19 @@ def run_laws(args: argparse.Namespace, console: Console) -> int:
         "saved: share of the failed runs' tool calls / turns cut off; fired: runs stopped early",
     ]
     columns = ["law", "kept", "successes kept", "calls saved (fail)", "turns saved (fail)", "fired"]
-    console.print(TextTable("trace laws, replayed exactly", columns, rows, notes).to_rich())
+    return TextTable("trace laws, replayed exactly", columns, rows, notes)
+
+
+def run_laws(args: argparse.Namespace, console: Console) -> int:
+    """Replay the trace laws on every recorded run and print the frontier table.
+
+    Returns:
+        0; a malformed law or a directory that is not a run exits 2.
+    """
+    laws = parse_stopping_laws(args.laws)
+    runs = load_costs(args.rundir, args.of)
+    results = evaluate(runs, laws)
+    console.print(_frontier_table(runs, results).to_rich())
     console.print(
         "registered controllers that cannot run on trace signals: "
         + "; ".join(f"{name} ({why})" for name, why in UNOBSERVABLE.items()),
