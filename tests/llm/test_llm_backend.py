@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 
 import pytest
@@ -128,6 +129,19 @@ def test_the_embedded_request_is_schema_constrained_seeded_and_uncached():
     backend.complete_raw(ASK, {}, seed=2**32 - 1, max_tokens=8, temperature=0.0)
     assert [r["seed"] for r in server.requests[1:]] == [0, 0]
     assert server.requests[-1]["response_format"]["schema"] == {"type": "object"}
+
+
+def test_with_llguidance_the_embedded_request_asks_for_compact_json():
+    backend, server = embedded(OPENAI_REPLY)
+    backend._llguidance = True  # what load() finds in xllamacpp's wheels
+    assert backend.chat(ASK, Point, seed=7).value == Point(x=3)
+    backend.complete_raw(ASK, {}, seed=1, max_tokens=8, temperature=0.0)
+    schemas = [Point.model_json_schema(), {"type": "object"}]
+    for sent, schema in zip(server.requests, schemas, strict=True):
+        assert "response_format" not in sent
+        head, _, body = sent["grammar"].partition("%json ")
+        assert head == "%llguidance {}\nstart: "
+        assert json.loads(body) == {**schema, "x-guidance": {"whitespace_flexible": False}}
 
 
 @pytest.mark.parametrize(

@@ -87,6 +87,7 @@ def test_the_same_request_and_seed_give_the_same_reply(embedded):
     third = ask(ASK, seed=11, temperature=1.0)
     text = first["choices"][0]["message"]["content"]
     assert ToolCallOut.model_validate_json(text).tool in WEATHER_TOOLS  # the grammar held
+    assert "\n" not in text, "pretty-printed JSON: 2-3x the tokens (llguidance missing?)"
     for other in (again, third):
         assert other["choices"] == first["choices"] and other["usage"] == first["usage"]
 
