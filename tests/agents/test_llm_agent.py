@@ -291,7 +291,7 @@ def test_agent_llm_on_a_simulated_spec_uses_the_embedded_model_by_default():
 def test_the_simulated_path_never_imports_an_llm_client():
     code = (
         "import sys, opar_sim.cli.main, opar_sim.running.runner, opar_sim.spec.schema;"
-        "print(sorted(m for m in ('ollama', 'httpx', 'llama_cpp') if m in sys.modules))"
+        "print(sorted(m for m in ('ollama', 'httpx', 'xllamacpp') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

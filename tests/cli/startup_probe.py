@@ -8,7 +8,7 @@ from typing import Any
 WATCHED = (
     "matplotlib",
     "ollama",
-    "llama_cpp",
+    "xllamacpp",
     "dask",
     "distributed",
     "optuna",

@@ -18,7 +18,7 @@ import pytest
 from tests.conftest import SPEC
 
 ROOT = Path(__file__).resolve().parents[2]
-HEAVY = ("matplotlib", "ollama", "llama_cpp", "dask", "distributed", "optuna")
+HEAVY = ("matplotlib", "ollama", "xllamacpp", "dask", "distributed", "optuna")
 
 
 def _modules_after(args: list[str]) -> list[str]:

