@@ -31,7 +31,6 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from opar_sim.core.frames import to_frame
 from opar_sim.measure.metrics import (
     EpisodeResponse,
     EstimateGap,
@@ -69,6 +68,7 @@ from opar_sim.rundir.columns import (
     read_episode_rows,
     read_step_columns,
 )
+from opar_sim.rundir.frames import to_frame
 from opar_sim.spec.schema import ExperimentSpec
 
 ORACLE = "oracle"

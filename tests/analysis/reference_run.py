@@ -29,7 +29,6 @@ from typing import Any
 
 import numpy as np
 
-from opar_sim.core.frames import to_frame
 from opar_sim.measure.metrics import episode_response, step_info
 from opar_sim.measure.oscillation import action_cycles as find_cycles
 from opar_sim.measure.oscillation import damping, replan_rhythm, trend_sign_changes
@@ -50,6 +49,7 @@ from opar_sim.rundir import (
     iter_traces,
     read_spec,
 )
+from opar_sim.rundir.frames import to_frame
 from opar_sim.spec.schema import ExperimentSpec
 
 ORACLE = "oracle"

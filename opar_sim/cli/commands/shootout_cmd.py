@@ -28,8 +28,8 @@ from opar_sim.cli.commands.common import (
 )
 from opar_sim.cli.render import progress_bar
 from opar_sim.cli.tables import TextTable
-from opar_sim.core.extras import install_hint
 from opar_sim.engines.batch import batch_unsupported
+from opar_sim.extras import install_hint
 from opar_sim.measure.stats import Estimate
 from opar_sim.rundir import prepare_out_dir, write_json
 from opar_sim.running.executors import open_executor

@@ -22,8 +22,8 @@ from opar_sim.cli.commands.common import (
 )
 from opar_sim.cli.render import progress_bar
 from opar_sim.cli.tables import TextTable
-from opar_sim.core.extras import install_hint
 from opar_sim.engines.batch import check_batch
+from opar_sim.extras import install_hint
 from opar_sim.rundir import (
     prepare_out_dir,
     read_json,
