@@ -36,9 +36,9 @@ from opar_sim.rundir.files import (
     EPISODES_FILE,
     STEPS_FILE,
     RunDirError,
-    _type_ok,
     iter_episodes,
 )
+from opar_sim.rundir.schema import type_ok as _type_ok
 from opar_sim.rundir.traces import EpisodeTrace, iter_traces
 
 IntArray = npt.NDArray[np.int64]

@@ -33,6 +33,8 @@ from opar_sim.rundir.manifest import (
     spec_bytes,
 )
 from opar_sim.rundir.rows import episode_key, to_line
+from opar_sim.rundir.schema import EpisodeRow, StepRow, read_checks
+from opar_sim.rundir.schema import type_ok as _type_ok
 from opar_sim.spec.schema import ExperimentSpec, SpecError
 
 SPEC_FILE = "spec.json"
@@ -94,56 +96,65 @@ def read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
             yield row
 
 
-# the fields readers rely on: name -> (type, required); types: int, num, str, bool, any;
-# a trailing "?" allows null
-_EPISODE_FIELDS = {
-    "episode": ("int", True),
-    "controller": ("str", False),
-    "success": ("bool", True),
-    "steps": ("int", True),
-    "outcome": ("str", False),
-    "seed": ("int", False),
-    "task": ("str?", False),
-    "agent": ("str?", False),
-    "best_step": ("int?", False),
-    "final_progress": ("num?", False),
-    "complete": ("bool?", False),
-    "feasible": ("bool?", False),
-    "prompt_tokens": ("int", False),
-    "completion_tokens": ("int", False),
-    "tokens": ("num", False),
-    "llm_calls": ("int", False),
-    "sim_seconds": ("num", False),
-    "tool_calls": ("int", False),
-    "replans": ("num", False),
-    "sub_tokens": ("num", False),
-    "attempt": ("int?", False),
-    "trial": ("int?", False),
-}
-_STEP_FIELDS = {
-    "episode": ("int", True),
-    "step": ("int", True),
-    "time": ("num", False),  # absent from an imported record (no clock, no hidden truth)
-    "progress": ("num", False),
-    "controller": ("str", False),
-    "agent": ("str?", False),
-    "delta_task": ("num?", False),
-    "delta_act": ("num?", False),
-    "delta_plan": ("num?", False),
-    "confidence": ("num?", False),
-    "plan_quality": ("num?", False),
-    "effective_quality": ("num?", False),
-    "terms": ("dict?", False),
-    "signal": ("str?", False),
-    "action": ("str?", False),
-    "tool": ("str?", False),
-    "ok": ("bool?", False),
-    "tokens": ("num?", False),
-    "replans": ("num?", False),
-    "attempt": ("int?", False),
-    "trial": ("int?", False),
-    "parent": ("str?", False),
-}
+# the fields readers rely on, typed as the row schema types them: name -> (kind, required),
+# a trailing "?" allowing null; a row is refused without a required one (older runs and
+# imported records lack the others)
+_EPISODE_FIELDS = read_checks(
+    EpisodeRow,
+    (
+        "episode",
+        "controller",
+        "success",
+        "steps",
+        "outcome",
+        "seed",
+        "task",
+        "agent",
+        "best_step",
+        "final_progress",
+        "complete",
+        "feasible",
+        "prompt_tokens",
+        "completion_tokens",
+        "tokens",
+        "llm_calls",
+        "sim_seconds",
+        "tool_calls",
+        "replans",
+        "sub_tokens",
+        "attempt",
+        "trial",
+    ),
+    needed=("episode", "success", "steps"),
+)
+_STEP_FIELDS = read_checks(
+    StepRow,
+    (
+        "episode",
+        "step",
+        "time",  # absent from an imported record (no clock, no hidden truth)
+        "progress",
+        "controller",
+        "agent",
+        "delta_task",
+        "delta_act",
+        "delta_plan",
+        "confidence",
+        "plan_quality",
+        "effective_quality",
+        "terms",
+        "signal",
+        "action",
+        "tool",
+        "ok",
+        "tokens",
+        "replans",
+        "attempt",
+        "trial",
+        "parent",
+    ),
+    needed=("episode", "step"),
+)
 _CALL_FIELDS = {
     "episode": ("int", False),
     "phase": ("str", True),
@@ -157,23 +168,13 @@ _CALL_FIELDS = {
     "cache_hit": ("bool?", False),
     "error": ("str?", False),
 }
-_WORDS = {"int": "a whole number", "num": "a number", "str": "text", "bool": "true or false"}
-
-
-def _type_ok(value: Any, kind: str) -> bool:
-    if kind == "int":
-        return isinstance(value, int) and not isinstance(value, bool)
-    if kind == "num":
-        return isinstance(value, int | float) and not isinstance(value, bool)
-    if kind == "str":
-        return isinstance(value, str)
-    if kind == "bool":
-        return isinstance(value, bool)
-    if kind == "dict":
-        return isinstance(value, dict) and all(
-            _type_ok(v, "num") or v is None for v in value.values()
-        )
-    return True
+_WORDS = {
+    "int": "a whole number",
+    "num": "a number",
+    "str": "text",
+    "bool": "true or false",
+    "list": "a list",
+}
 
 
 def check_row(row: dict[str, Any], fields: dict[str, tuple[str, bool]], where: str) -> None:
