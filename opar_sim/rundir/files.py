@@ -33,8 +33,7 @@ from opar_sim.rundir.manifest import (
     spec_bytes,
 )
 from opar_sim.rundir.rows import episode_key, to_line
-from opar_sim.rundir.schema import EpisodeRow, StepRow, read_checks
-from opar_sim.rundir.schema import type_ok as _type_ok
+from opar_sim.rundir.schema import CALL_CHECKS, EPISODE_CHECKS, STEP_CHECKS, row_problem
 from opar_sim.spec.schema import ExperimentSpec, SpecError
 
 SPEC_FILE = "spec.json"
@@ -96,116 +95,23 @@ def read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
             yield row
 
 
-# the fields readers rely on, typed as the row schema types them: name -> (kind, required),
-# a trailing "?" allowing null; a row is refused without a required one (older runs and
-# imported records lack the others)
-_EPISODE_FIELDS = read_checks(
-    EpisodeRow,
-    (
-        "episode",
-        "controller",
-        "success",
-        "steps",
-        "outcome",
-        "seed",
-        "task",
-        "agent",
-        "best_step",
-        "final_progress",
-        "complete",
-        "feasible",
-        "prompt_tokens",
-        "completion_tokens",
-        "tokens",
-        "llm_calls",
-        "sim_seconds",
-        "tool_calls",
-        "replans",
-        "sub_tokens",
-        "attempt",
-        "trial",
-    ),
-    needed=("episode", "success", "steps"),
-)
-_STEP_FIELDS = read_checks(
-    StepRow,
-    (
-        "episode",
-        "step",
-        "time",  # absent from an imported record (no clock, no hidden truth)
-        "progress",
-        "controller",
-        "agent",
-        "delta_task",
-        "delta_act",
-        "delta_plan",
-        "confidence",
-        "plan_quality",
-        "effective_quality",
-        "terms",
-        "signal",
-        "action",
-        "tool",
-        "ok",
-        "tokens",
-        "replans",
-        "attempt",
-        "trial",
-        "parent",
-    ),
-    needed=("episode", "step"),
-)
-_CALL_FIELDS = {
-    "episode": ("int", False),
-    "phase": ("str", True),
-    "steps": ("int", False),
-    "wall_seconds": ("num?", False),
-    "sim_seconds": ("num?", False),
-    "model_seconds": ("num?", False),
-    "attempts": ("int?", False),
-    "prompt_tokens": ("int?", False),
-    "completion_tokens": ("int?", False),
-    "cache_hit": ("bool?", False),
-    "error": ("str?", False),
-}
-_WORDS = {
-    "int": "a whole number",
-    "num": "a number",
-    "str": "text",
-    "bool": "true or false",
-    "list": "a list",
-}
-
-
 def check_row(row: dict[str, Any], fields: dict[str, tuple[str, bool]], where: str) -> None:
     """Check the fields readers rely on; RunDirError names the line and the field.
 
     Args:
         row: A parsed line.
-        fields: Name -> (type, required) (``_EPISODE_FIELDS`` and its kin).
+        fields: Name -> (type, required) (``schema.EPISODE_CHECKS`` and its kin).
         where: ``file:line`` for the message.
     """
-    for name, (kind, required) in fields.items():
-        if name not in row:
-            if required:
-                raise RunDirError(f"{where}: field {name!r} is missing")
-            continue
-        value = row[name]
-        base = kind.rstrip("?")
-        if value is None and kind.endswith("?"):
-            continue
-        if not _type_ok(value, base):
-            shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:37] + "..."
-            word = _WORDS.get(base, "a table of numbers")
-            raise RunDirError(f"{where}: field {name!r}: expected {word}, got {shown}")
-        if base in ("int", "num") and isinstance(value, float) and value != value:
-            raise RunDirError(f"{where}: field {name!r}: expected a number, got NaN")
+    problem = row_problem(row, fields)
+    if problem is not None:
+        raise RunDirError(f"{where}: {problem}")
 
 
 _FIELDS = {
-    "episodes.jsonl": _EPISODE_FIELDS,
-    "steps.jsonl": _STEP_FIELDS,
-    "calls.jsonl": _CALL_FIELDS,
+    "episodes.jsonl": EPISODE_CHECKS,
+    "steps.jsonl": STEP_CHECKS,
+    "calls.jsonl": CALL_CHECKS,
 }
 
 

@@ -18,7 +18,9 @@ when a spec repeats worlds (``trials`` > 1) and always by the importer;
 ``parent``, ``sub_controller`` and ``sub_run`` only on a sub-agent's steps.
 
 ``fields_of`` turns a row type into ``Field`` records at run time (name, kind,
-null allowed, required) for the readers' checks (``files.rows``) and the tests.
+null allowed, required); ``problems`` checks a row against the whole schema (the
+tests); ``EPISODE_CHECKS`` and ``STEP_CHECKS`` are the fields readers rely on,
+typed as the schema types them, which ``files.rows`` checks on every line read.
 """
 
 # No ``from __future__ import annotations`` here: Python 3.11's TypedDict reads
@@ -232,3 +234,113 @@ def problems(row: dict[str, Any], row_type: type) -> list[str]:
         if value is None or not type_ok(value, f.kind):
             found.append(f"field {name!r}: {value!r} is not {f.kind}{'?' * f.nullable}")
     return found
+
+
+# the fields readers rely on, typed as the row schema types them: name -> (kind, required),
+# a trailing "?" allowing null; a row is refused without a required one (older runs and
+# imported records lack the others)
+EPISODE_CHECKS = read_checks(
+    EpisodeRow,
+    (
+        "episode",
+        "controller",
+        "success",
+        "steps",
+        "outcome",
+        "seed",
+        "task",
+        "agent",
+        "best_step",
+        "final_progress",
+        "complete",
+        "feasible",
+        "prompt_tokens",
+        "completion_tokens",
+        "tokens",
+        "llm_calls",
+        "sim_seconds",
+        "tool_calls",
+        "replans",
+        "sub_tokens",
+        "attempt",
+        "trial",
+    ),
+    needed=("episode", "success", "steps"),
+)
+STEP_CHECKS = read_checks(
+    StepRow,
+    (
+        "episode",
+        "step",
+        "time",  # absent from an imported record (no clock, no hidden truth)
+        "progress",
+        "controller",
+        "agent",
+        "delta_task",
+        "delta_act",
+        "delta_plan",
+        "confidence",
+        "plan_quality",
+        "effective_quality",
+        "terms",
+        "signal",
+        "action",
+        "tool",
+        "ok",
+        "tokens",
+        "replans",
+        "attempt",
+        "trial",
+        "parent",
+    ),
+    needed=("episode", "step"),
+)
+CALL_CHECKS = {  # calls.jsonl (LLM runs): its own rows, checked the same way
+    "episode": ("int", False),
+    "phase": ("str", True),
+    "steps": ("int", False),
+    "wall_seconds": ("num?", False),
+    "sim_seconds": ("num?", False),
+    "model_seconds": ("num?", False),
+    "attempts": ("int?", False),
+    "prompt_tokens": ("int?", False),
+    "completion_tokens": ("int?", False),
+    "cache_hit": ("bool?", False),
+    "error": ("str?", False),
+}
+_WORDS = {
+    "int": "a whole number",
+    "num": "a number",
+    "str": "text",
+    "bool": "true or false",
+    "list": "a list",
+}
+
+
+def row_problem(row: dict[str, Any], checks: dict[str, tuple[str, bool]]) -> str | None:
+    """The first field of ``row`` a reader cannot rely on, worded for the reader's error.
+
+    Args:
+        row: A parsed line.
+        checks: Name -> (kind, required) (``EPISODE_CHECKS`` and its kin).
+
+    Returns:
+        ``field 'x' is missing`` or ``field 'x': expected ..., got ...``; None when the
+        row is fit to read.
+    """
+    for name, (kind, required) in checks.items():
+        if name not in row:
+            if required:
+                return f"field {name!r} is missing"
+            continue
+        value = row[name]
+        base = kind.rstrip("?")
+        if value is None and kind.endswith("?"):
+            continue
+        if not type_ok(value, base):
+            shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:37] + "..."
+            word = _WORDS.get(base, "a table of numbers")
+            return f"field {name!r}: expected {word}, got {shown}"
+        if base in ("int", "num") and isinstance(value, float) and value != value:
+            return f"field {name!r}: expected a number, got NaN"
+    return None
