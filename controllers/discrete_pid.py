@@ -42,8 +42,10 @@ that overflows is held at ±1e300 (never NaN, never inf in a record).
 
 from __future__ import annotations
 
+import inspect
 import math
 from collections.abc import Sequence
+from typing import Any
 
 from controllers.base import require_non_negative
 
@@ -69,6 +71,28 @@ def as_limits(name: str, value: Sequence[float | None] | None) -> Limits:
     return (low, high)
 
 
+def with_options(init: inspect.Signature) -> inspect.Signature:
+    """A subclass's signature: its ``__init__``'s without ``self``, ``**options`` spelled out.
+
+    Args:
+        init: The signature of the subclass's ``__init__``.
+
+    Returns:
+        The signature a caller sees: the ``**`` parameter replaced by the keyword-only
+        options of ``DiscretePID`` the subclass does not name itself.
+    """
+    own = list(init.parameters.values())[1:]
+    if not any(p.kind is p.VAR_KEYWORD for p in own):
+        return init.replace(parameters=own)
+    named = {p.name for p in own}
+    options = [
+        p
+        for p in inspect.signature(DiscretePID.__init__).parameters.values()
+        if p.kind is p.KEYWORD_ONLY and p.name not in named
+    ]
+    return init.replace(parameters=[p for p in own if p.kind is not p.VAR_KEYWORD] + options)
+
+
 def _bounded(x: float) -> float:
     """A term after an overflow: ±inf held at ±TERM_BOUND; NaN (0·inf: a zero gain) is 0."""
     if math.isnan(x):
@@ -77,7 +101,18 @@ def _bounded(x: float) -> float:
 
 
 class DiscretePID:
-    """PID on an error sampled at irregular simulated times, with the options above."""
+    """PID on an error sampled at irregular simulated times, with the options above.
+
+    The options are declared here only: a law built on it takes them as
+    ``**options`` and passes them on (``CognitivePID(kp, ki, kd, **options)``);
+    its signature, which the registry checks keywords against and the spec
+    reference lists, shows them in place of ``**options`` (``__init_subclass__``).
+    """
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        # set on every subclass, so a subclass of a subclass shows its own __init__
+        cls.__signature__ = with_options(inspect.signature(cls.__init__))  # type: ignore[attr-defined]
 
     def __init__(
         self,

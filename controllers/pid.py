@@ -52,8 +52,7 @@ which the task error cannot express: its P term alone can never REPLAN when
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from controllers.base import require_non_negative, require_unit
 from controllers.discrete_pid import DiscretePID
@@ -96,14 +95,8 @@ class CognitivePID(DiscretePID):
         give_up_after: float = math.inf,
         give_up_window: int = 4,
         give_up_margin: float = 0.05,
-        output_limits: Sequence[float | None] | None = None,
-        integral_limits: Sequence[float | None] | None = None,
-        integral_leak: float = 0.0,
-        back_calculation: float = 0.0,
-        derivative_on: str = "error",
-        tau: float = 0.0,
-        setpoint: float = 1.0,
         pace: float = 0.17,
+        **options: Any,
     ) -> None:
         """Build the law; the effort → signal map is described in the module docstring.
 
@@ -124,15 +117,12 @@ class CognitivePID(DiscretePID):
             give_up_after: Σ e·dt (error·seconds) past which giving up is allowed (inf: never).
             give_up_window: Reflects without a new error low before giving up (>= 1).
             give_up_margin: How much lower an error must be to count as a new low.
-            output_limits: (low, high) clamp of the effort; None leaves it open.
-            integral_limits: (low, high) clamp of the I term; defaults to ``output_limits``.
-            integral_leak: Decay rate λ of the integral, in 1/s.
-            back_calculation: Anti-windup tracking gain kt, in 1/s.
-            derivative_on: ``"error"`` or ``"measurement"``.
-            tau: Time constant of the derivative filter, in s.
-            setpoint: The target of δ_task (1: task complete).
             pace: Expected δ_task gain per step under a plan; > 0 drives the REPLAN
                 relay by the plan's shortfall against it (0: by the task error).
+            **options: The PID's options, declared once by ``DiscretePID`` (limits of
+                the effort and of the I term, integral leak, back-calculation,
+                derivative source and filter, ``setpoint``: the target of δ_task,
+                1 = task complete); the signature lists them.
 
         The defaults are re-fitted on tuning seeds (``opar-sim refit``,
         docs/defaults-fit.json), like every controller's.
@@ -175,18 +165,7 @@ class CognitivePID(DiscretePID):
         self.give_up_after = give_up_after
         self.give_up_window = give_up_window
         self.give_up_margin = give_up_margin
-        super().__init__(
-            kp,
-            ki,
-            kd,
-            output_limits=output_limits,
-            integral_limits=integral_limits,
-            integral_leak=integral_leak,
-            back_calculation=back_calculation,
-            derivative_on=derivative_on,
-            tau=tau,
-            setpoint=setpoint,
-        )
+        super().__init__(kp, ki, kd, **options)
         self.reset()
 
     def reset(self) -> None:

@@ -34,10 +34,10 @@ import numpy as np
 
 from opar_sim.api import SpecLike, spec_of
 from opar_sim.core.controller import ReflectContext
-from opar_sim.core.extras import install_hint
 from opar_sim.core.loop import run_episode
 from opar_sim.core.seeding import episode_seed
 from opar_sim.core.types import ControlSignal, Decision, EpisodeResult, Evaluation
+from opar_sim.extras import install_hint
 from opar_sim.rundir import episode_row
 from opar_sim.spec.build import build
 from opar_sim.spec.schema import ExperimentSpec, Objective

@@ -3,9 +3,9 @@
 Each detector keeps a *score* that it updates from every finished step
 (``score``) and fires when the score reaches its ``threshold``; as a guard it
 then turns a CONTINUE into a REPLAN ("stall: <name>"), never a TERMINATE.
-All are off by default (``GuardsSpec.detectors``).  ``opar-sim detectors``
-scores each against the simulator's truth of being stuck
-(``opar_sim.studies.detectors``).
+All are off by default (the spec's ``[guards] detectors``,
+``opar_sim.spec.guards.DetectorsSpec``).  ``opar-sim detectors`` scores each
+against the simulator's truth of being stuck (``opar_sim.studies.detectors``).
 
 ================  ===========================================================  =========
 name              score                                                        threshold

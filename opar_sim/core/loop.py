@@ -21,6 +21,7 @@ from opar_sim.core.agent import Agent, AgentAbort, ReportsEffectiveQuality
 from opar_sim.core.controller import Controller, ReflectContext, Truth, TruthReader
 from opar_sim.core.guardrail import Guardrail
 from opar_sim.core.limits import Limits
+from opar_sim.core.outcome import INVALID_FORMAT, MAX_STEPS, TERMINATED, Ending, judge
 from opar_sim.core.seeding import Streams, streams
 from opar_sim.core.supervisor import Supervisor
 from opar_sim.core.task import Task, task_features
@@ -30,10 +31,8 @@ from opar_sim.core.types import (
     Cost,
     Decision,
     EpisodeResult,
-    Outcome,
     Plan,
     StepRecord,
-    outcome_label,
 )
 
 MAX_INVALID_IN_A_ROW = 3
@@ -253,7 +252,7 @@ def _opar(
                     )  # a signal turned into TERMINATE by a guard claims completion
                     record.decision = decision
         if invalid_in_a_row >= MAX_INVALID_IN_A_ROW:
-            run.error = "invalid_format"
+            run.error = INVALID_FORMAT.error
             return
         if decision.signal is ControlSignal.TERMINATE:
             run.terminated = True
@@ -350,18 +349,8 @@ def _finish(
     episode: int,
     seed: int,
 ) -> EpisodeResult:
-    if run.terminated:
-        final = run.steps[-1].decision
-        if task.complete:  # judged from the world first: a done task is a success (Outcome)
-            outcome = outcome_label(Outcome.SUCCESS)
-        elif final is not None and final.give_up:
-            outcome = outcome_label(Outcome.ABANDONED if task.feasible else Outcome.GAVE_UP)
-        else:
-            outcome = outcome_label(Outcome.PREMATURE)
-    elif run.error is not None:
-        outcome = outcome_label(Outcome.ERROR, run.error)
-    else:
-        outcome = outcome_label(Outcome.TRUNCATED, run.stop or "max_steps")
+    final = run.steps[-1].decision if run.steps else None
+    outcome = judge(_ending(run), task.complete, final is not None and final.give_up, task.feasible)
     best = _best_step(run)
     answer = run.steps[best - 1].answer if best is not None else task.answer()
     # a nested task (Algorithm 3) hands over its sub-agents' episodes
@@ -383,6 +372,15 @@ def _finish(
         feasible=task.feasible,
         task_features=task_features(task),
     )
+
+
+def _ending(run: _Run) -> Ending:
+    """How the episode stopped: TERMINATE, an error, or a truncation (``max_steps`` if unsaid)."""
+    if run.terminated:
+        return TERMINATED
+    if run.error is not None:
+        return Ending(error=run.error)
+    return Ending(truncated=run.stop or MAX_STEPS.truncated)
 
 
 def _best_step(run: _Run) -> int | None:

@@ -150,8 +150,9 @@ class Decision:
 class Outcome(enum.Enum):
     """Outcome kinds (docs/design.md §2); truncations and errors carry a reason.
 
-    A TERMINATE is judged from the world's state first and the controller's
-    claim second (``Decision.give_up``):
+    Every engine judges an episode through ``opar_sim.core.outcome.judge``
+    (its array form for the batch engine).  A TERMINATE is judged from the
+    world's state first and the controller's claim second (``Decision.give_up``):
 
     ============  ==========================================================
     ``success``    TERMINATE and the task is truly complete — whatever the

@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from opar_sim.core.frames import to_frame
+from opar_sim.rundir.frames import to_frame
 
 FINAL_VALUE = 1.0
 SETTLING_THRESHOLD = 0.02

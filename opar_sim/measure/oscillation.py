@@ -23,7 +23,6 @@ from typing import Any
 
 import numpy as np
 
-from opar_sim.core.frames import to_frame
 from opar_sim.measure.metrics import (
     BoolArray,
     FloatArray,
@@ -31,6 +30,7 @@ from opar_sim.measure.metrics import (
     Signal,
     segment_sums,
 )
+from opar_sim.rundir.frames import to_frame
 
 REPLAN = "replan"
 

@@ -29,7 +29,6 @@ from typing import Any
 
 import numpy as np
 
-from opar_sim.core.frames import to_frame
 from opar_sim.measure.controller_metrics import ORACLE, ControllerMetrics, controller_metrics
 from opar_sim.measure.episode_metrics import EpisodeMetrics, EpisodeTable, measure_episodes
 from opar_sim.measure.stats import Estimate, paired_difference
@@ -46,6 +45,7 @@ from opar_sim.rundir.columns import (
     read_episode_rows,
     read_step_columns,
 )
+from opar_sim.rundir.frames import to_frame
 from opar_sim.spec.schema import ExperimentSpec
 
 BAYES = "bayes"  # the Bayes-optimal law: the ceiling of laws that read only the observations

@@ -23,8 +23,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from opar_sim.core.frames import to_frame
 from opar_sim.measure.pass_k import pass_hat_ks, success_histogram
+from opar_sim.rundir.frames import to_frame
 
 BOOTSTRAP_RESAMPLES = 2000
 
@@ -38,7 +38,7 @@ def require_scipy() -> None:
     try:
         import scipy  # noqa: F401
     except ImportError:
-        from opar_sim.core.extras import install_hint
+        from opar_sim.extras import install_hint
         from opar_sim.spec.schema import SpecError
 
         raise SpecError(f"this needs scipy: {install_hint('analysis')}") from None

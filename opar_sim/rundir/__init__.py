@@ -1,5 +1,8 @@
 """The run directory and its one owner: file names, rows, episode key, reading, writing, resume.
 
+The one row schema (``EpisodeRow``, ``StepRow``: ``rundir.schema``) is what
+every writer builds and every reader checks.
+
 Every part of opar-sim that writes or reads a run's files does it through
 this package: the runner writes through ``RunWriter``; summary, analysis,
 replay, calibration, tuning and the studies read through ``read_jsonl``,
@@ -34,7 +37,6 @@ from opar_sim.rundir.manifest import MANIFEST_FILE, Repair
 from opar_sim.rundir.readers import iter_episodes, iter_steps, rows
 from opar_sim.rundir.resume import resume_point, resume_run
 from opar_sim.rundir.rows import (
-    SCHEMA_VERSION,
     EpisodeKey,
     episode_key,
     episode_lines,
@@ -42,6 +44,7 @@ from opar_sim.rundir.rows import (
     step_row,
     to_line,
 )
+from opar_sim.rundir.schema import SCHEMA_VERSION, EpisodeRow, StepRow
 from opar_sim.rundir.traces import (
     EpisodeTrace,
     UnusualTrace,
@@ -62,10 +65,12 @@ __all__ = [
     "STEPS_FILE",
     "SUMMARY_FILE",
     "EpisodeKey",
+    "EpisodeRow",
     "EpisodeTrace",
     "Repair",
     "RunDirError",
     "RunWriter",
+    "StepRow",
     "UnusualTrace",
     "call_lines",
     "check_destination",

@@ -32,7 +32,9 @@ import numpy.typing as npt
 import orjson
 
 from opar_sim.rundir.files import EPISODES_FILE, STEPS_FILE, RunDirError
-from opar_sim.rundir.readers import _EPISODE_FIELDS, _type_ok, iter_episodes
+from opar_sim.rundir.readers import iter_episodes
+from opar_sim.rundir.schema import EPISODE_CHECKS
+from opar_sim.rundir.schema import type_ok as _type_ok
 from opar_sim.rundir.traces import EpisodeTrace, iter_traces
 
 IntArray = npt.NDArray[np.int64]
@@ -446,7 +448,7 @@ def _slim_episodes(raw_lines: list[bytes], keep: tuple[str, ...]) -> list[dict[s
         raise _Unusual from None
     if not all(type(r) is dict for r in parsed):
         raise _Unusual
-    for name, (kind, required) in _EPISODE_FIELDS.items():
+    for name, (kind, required) in EPISODE_CHECKS.items():
         if name not in keep and not required:
             continue
         values = [r.get(name, _MISSING) for r in parsed]

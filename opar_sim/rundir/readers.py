@@ -13,87 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from opar_sim.rundir.files import EPISODES_FILE, STEPS_FILE, RunDirError, read_jsonl
-
-# the fields readers rely on: name -> (type, required); types: int, num, str, bool, any;
-# a trailing "?" allows null
-_EPISODE_FIELDS = {
-    "episode": ("int", True),
-    "controller": ("str", False),
-    "success": ("bool", True),
-    "steps": ("int", True),
-    "outcome": ("str", False),
-    "seed": ("int", False),
-    "task": ("str?", False),
-    "agent": ("str?", False),
-    "best_step": ("int?", False),
-    "final_progress": ("num?", False),
-    "complete": ("bool?", False),
-    "feasible": ("bool?", False),
-    "prompt_tokens": ("int", False),
-    "completion_tokens": ("int", False),
-    "tokens": ("num", False),
-    "llm_calls": ("int", False),
-    "sim_seconds": ("num", False),
-    "tool_calls": ("int", False),
-    "replans": ("num", False),
-    "sub_tokens": ("num", False),
-    "attempt": ("int?", False),
-    "trial": ("int?", False),
-}
-_STEP_FIELDS = {
-    "episode": ("int", True),
-    "step": ("int", True),
-    "time": ("num", False),  # absent from an imported record (no clock, no hidden truth)
-    "progress": ("num", False),
-    "controller": ("str", False),
-    "agent": ("str?", False),
-    "delta_task": ("num?", False),
-    "delta_act": ("num?", False),
-    "delta_plan": ("num?", False),
-    "confidence": ("num?", False),
-    "plan_quality": ("num?", False),
-    "effective_quality": ("num?", False),
-    "terms": ("dict?", False),
-    "signal": ("str?", False),
-    "action": ("str?", False),
-    "tool": ("str?", False),
-    "ok": ("bool?", False),
-    "tokens": ("num?", False),
-    "replans": ("num?", False),
-    "attempt": ("int?", False),
-    "trial": ("int?", False),
-    "parent": ("str?", False),
-}
-_CALL_FIELDS = {
-    "episode": ("int", False),
-    "phase": ("str", True),
-    "steps": ("int", False),
-    "wall_seconds": ("num?", False),
-    "sim_seconds": ("num?", False),
-    "model_seconds": ("num?", False),
-    "attempts": ("int?", False),
-    "prompt_tokens": ("int?", False),
-    "completion_tokens": ("int?", False),
-    "cache_hit": ("bool?", False),
-    "error": ("str?", False),
-}
-_WORDS = {"int": "a whole number", "num": "a number", "str": "text", "bool": "true or false"}
-
-
-def _type_ok(value: Any, kind: str) -> bool:
-    if kind == "int":
-        return isinstance(value, int) and not isinstance(value, bool)
-    if kind == "num":
-        return isinstance(value, int | float) and not isinstance(value, bool)
-    if kind == "str":
-        return isinstance(value, str)
-    if kind == "bool":
-        return isinstance(value, bool)
-    if kind == "dict":
-        return isinstance(value, dict) and all(
-            _type_ok(v, "num") or v is None for v in value.values()
-        )
-    return True
+from opar_sim.rundir.schema import CALL_CHECKS, EPISODE_CHECKS, STEP_CHECKS, row_problem
 
 
 def check_row(row: dict[str, Any], fields: dict[str, tuple[str, bool]], where: str) -> None:
@@ -101,30 +21,18 @@ def check_row(row: dict[str, Any], fields: dict[str, tuple[str, bool]], where: s
 
     Args:
         row: A parsed line.
-        fields: Name -> (type, required) (``_EPISODE_FIELDS`` and its kin).
+        fields: Name -> (type, required) (``schema.EPISODE_CHECKS`` and its kin).
         where: ``file:line`` for the message.
     """
-    for name, (kind, required) in fields.items():
-        if name not in row:
-            if required:
-                raise RunDirError(f"{where}: field {name!r} is missing")
-            continue
-        value = row[name]
-        base = kind.rstrip("?")
-        if value is None and kind.endswith("?"):
-            continue
-        if not _type_ok(value, base):
-            shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:37] + "..."
-            word = _WORDS.get(base, "a table of numbers")
-            raise RunDirError(f"{where}: field {name!r}: expected {word}, got {shown}")
-        if base in ("int", "num") and isinstance(value, float) and value != value:
-            raise RunDirError(f"{where}: field {name!r}: expected a number, got NaN")
+    problem = row_problem(row, fields)
+    if problem is not None:
+        raise RunDirError(f"{where}: {problem}")
 
 
 _FIELDS = {
-    "episodes.jsonl": _EPISODE_FIELDS,
-    "steps.jsonl": _STEP_FIELDS,
-    "calls.jsonl": _CALL_FIELDS,
+    "episodes.jsonl": EPISODE_CHECKS,
+    "steps.jsonl": STEP_CHECKS,
+    "calls.jsonl": CALL_CHECKS,
 }
 
 

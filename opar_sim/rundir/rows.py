@@ -1,9 +1,9 @@
-"""The on-disk form of episodes and steps: one JSON object per line.
+"""The SimPy engine's episodes and steps as rows of the one schema, one JSON object per line.
 
-Field names here are the file format every reader (plots, reports, outside
-checks) relies on; keep them stable.  ``SCHEMA_VERSION`` names this layout of
-the rows; a change to a field's name or meaning raises it.  ``episode_key`` is
-the one key of an episode (and of each of its steps) across every reader.
+``episode_row`` and ``step_row`` build the ``EpisodeRow`` and ``StepRow`` of
+``rundir.schema`` (its field names, types and order are the file format every
+reader relies on; ``SCHEMA_VERSION`` there names it).  ``episode_key`` is the
+one key of an episode (and of each of its steps) across every reader.
 
 ``trial``: a spec with ``trials`` > 1 runs each episode's world several times;
 then every episodes.jsonl and steps.jsonl row carries ``trial`` (1, 2, ...).
@@ -14,13 +14,13 @@ as 1.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import orjson
 
-from opar_sim.core.types import Cost, EpisodeResult, StepRecord
-
-SCHEMA_VERSION = 2  # 2: outcomes split by the claim (abandoned); feasible, give_up
+from opar_sim.core.types import EpisodeResult, StepRecord
+from opar_sim.rundir.schema import EpisodeRow, StepRow
 
 EpisodeKey = tuple[str, int, int, int]
 
@@ -48,10 +48,10 @@ def episode_key(row: dict[str, Any]) -> EpisodeKey:
     )
 
 
-def step_row(result: EpisodeResult, rec: StepRecord) -> dict[str, Any]:
+def step_row(result: EpisodeResult, rec: StepRecord) -> StepRow:
     """The steps.jsonl row of one step of an episode."""
     action, res, ev, dec = rec.action, rec.result, rec.evaluation, rec.decision
-    row = {
+    row: StepRow = {
         "episode": result.episode,
         "agent": result.agent,
         "controller": result.controller,
@@ -100,57 +100,44 @@ def step_row(result: EpisodeResult, rec: StepRecord) -> dict[str, Any]:
     return row
 
 
-def episode_row(result: EpisodeResult) -> dict[str, Any]:
+def episode_row(result: EpisodeResult) -> EpisodeRow:
     """The episodes.jsonl row of an episode."""
     c = result.cost
-    return (
-        {
-            "episode": result.episode,
-            "seed": result.seed,
-            "task": result.task,
-            "agent": result.agent,
-            "controller": result.controller,
-            "outcome": result.outcome,
-            "success": result.success,
-            "steps": len(result.steps),
-            "answer": result.answer,
-            "best_step": result.best_step,
-            "final_progress": result.final_progress,
-            "complete": result.complete,
-            "feasible": result.feasible,
-            "prompt_tokens": c.prompt_tokens,
-            "completion_tokens": c.completion_tokens,
-            "tokens": c.tokens,
-            "llm_calls": c.llm_calls,
-            "sim_seconds": c.sim_seconds,
-            "tool_calls": c.tool_calls,
-            "replans": c.replans,
-            # a nested run's sub-agents spend on top of the orchestrator's own tokens
-            "sub_tokens": sum(sub.cost.tokens for sub in result.sub_episodes),
-            "attempt": result.attempt,
-        }
-        | _trial(result)
-        | _wall(c)
-        | _features(result)
-    )
+    row: EpisodeRow = {
+        "episode": result.episode,
+        "seed": result.seed,
+        "task": result.task,
+        "agent": result.agent,
+        "controller": result.controller,
+        "outcome": result.outcome,
+        "success": result.success,
+        "steps": len(result.steps),
+        "answer": result.answer,
+        "best_step": result.best_step,
+        "final_progress": result.final_progress,
+        "complete": result.complete,
+        "feasible": result.feasible,
+        "prompt_tokens": c.prompt_tokens,
+        "completion_tokens": c.completion_tokens,
+        "tokens": c.tokens,
+        "llm_calls": c.llm_calls,
+        "sim_seconds": c.sim_seconds,
+        "tool_calls": c.tool_calls,
+        "replans": c.replans,
+        # a nested run's sub-agents spend on top of the orchestrator's own tokens
+        "sub_tokens": sum(sub.cost.tokens for sub in result.sub_episodes),
+        "attempt": result.attempt,
+    }
+    if result.trial is not None:  # only for a spec with ``trials`` > 1 (module docstring)
+        row["trial"] = result.trial
+    if c.wall_seconds is not None:  # LLM episodes: the measured model wall seconds
+        row["wall_seconds"] = c.wall_seconds
+    if result.task_features is not None:  # a task that has features (as an imported run)
+        row["task_features"] = result.task_features
+    return row
 
 
-def _wall(cost: Cost) -> dict[str, float]:
-    """LLM episodes only: the measured model wall seconds beside the simulated ones."""
-    return {} if cost.wall_seconds is None else {"wall_seconds": cost.wall_seconds}
-
-
-def _features(result: EpisodeResult) -> dict[str, Any]:
-    """The ``task_features`` field, only for a task that has features (as an imported run)."""
-    return {} if result.task_features is None else {"task_features": result.task_features}
-
-
-def _trial(result: EpisodeResult) -> dict[str, int]:
-    """The ``trial`` field, only for a spec with ``trials`` > 1 (see the module docstring)."""
-    return {} if result.trial is None else {"trial": result.trial}
-
-
-def to_line(row: dict[str, Any]) -> str:
+def to_line(row: Mapping[str, Any]) -> str:
     """One JSON line, deterministic for the same row (orjson: compact, UTF-8)."""
     return orjson.dumps(row, option=orjson.OPT_APPEND_NEWLINE).decode()
 

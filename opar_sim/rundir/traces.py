@@ -18,9 +18,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from opar_sim.core.frames import to_frame
 from opar_sim.core.types import EpisodeResult
 from opar_sim.rundir.files import RunDirError
+from opar_sim.rundir.frames import to_frame
 from opar_sim.rundir.readers import rows
 from opar_sim.rundir.rows import EpisodeKey, episode_key
 

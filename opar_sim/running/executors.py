@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Literal, ParamSpec, TypeVar
 
-from opar_sim.core.extras import install_hint
+from opar_sim.extras import install_hint
 
 P = ParamSpec("P")
 T = TypeVar("T")

@@ -24,9 +24,9 @@ from pydantic import (
 )
 
 from opar_sim.core.errors import InputError, describe_problem, did_you_mean, keys_at
-from opar_sim.core.guards import GuardsSpec
 from opar_sim.llm.config import BackendSpec
 from opar_sim.spec.grid import SweepAxis
+from opar_sim.spec.guards import GuardsSpec
 from opar_sim.studies.seeds import HOLDOUT_SEED
 
 

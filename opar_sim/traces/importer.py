@@ -6,9 +6,9 @@ could observe at that turn (docs/traces.md has the field list):
 - ``tool``, ``args_hash``: the turn's (first) tool call and a hash of its arguments
   (SHA-256 of the canonical JSON, 16 hex digits); ``tool_calls`` counts the turn's calls
   and ``calls`` lists them all when there are several;
-- ``tool_error``: whether a tool answered one of the turn's calls with an error (its
-  reply starts with ``Error``, as τ-bench's tools answer, or the message carries
-  ``"error": true``);
+- ``tool_error``: ``"error"`` when a tool answered one of the turn's calls with an error
+  (its reply starts with ``Error``, as τ-bench's tools answer, or the message carries
+  ``"error": true``), else null (a simulated step's ``tool_error`` is its error's kind);
 - ``user_turns``: user messages so far (before this turn);
 - ``tokens``: a text-length estimate (characters / 4, rounded up) of the conversation so
   far without the system prompt, up to and including this turn (cumulative, as the
@@ -32,6 +32,8 @@ from opar_sim.rundir import (
     EPISODES_FILE,
     STEPS_FILE,
     SUMMARY_FILE,
+    EpisodeRow,
+    StepRow,
     prepare_out_dir,
     write_json,
     write_jsonl,
@@ -39,6 +41,7 @@ from opar_sim.rundir import (
 from opar_sim.traces.formats import Conversation, parse_file
 
 CONTROLLER = "recorded"
+TOOL_ERROR = "error"  # a step's ``tool_error`` when a tool answered one of its calls with an error
 SOURCE_FILE = "source.json"  # what was imported, from where
 READ_ONLY = ("calculate", "think", "transfer_to_human_agents")
 READ_PREFIXES = ("get_", "search_", "list_")
@@ -128,8 +131,12 @@ def _answers(messages: list[dict[str, Any]]) -> dict[tuple[int, int], dict[str, 
 
 def conversation_rows(
     conv: Conversation, agent: str, task: str
-) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+) -> tuple[EpisodeRow, list[StepRow]]:
     """The episodes.jsonl row and the steps.jsonl rows of one recorded run.
+
+    Both are rows of the one schema (``rundir.schema``), in its field order; a recorded
+    run has no clock, no hidden truth and no Reflect law, so those fields are left out
+    and ``signal`` is null.
 
     Args:
         conv: The checked record.
@@ -141,10 +148,10 @@ def conversation_rows(
     """
     agent = conv.agent or agent
     task = conv.task or task
-    key = {"episode": conv.task_id, "trial": conv.trial + 1, "controller": CONTROLLER}
+    trial = conv.trial + 1
     answers = _answers(conv.messages)
     seen: Counter[tuple[str, str]] = Counter()
-    steps: list[dict[str, Any]] = []
+    steps: list[StepRow] = []
     chars = 0
     user_turns = 0
     calls_total = 0
@@ -168,43 +175,49 @@ def conversation_rows(
             )
         calls_total += len(calls)
         first = calls[0] if calls else None
-        row = key | {
+        row: StepRow = {
+            "episode": conv.task_id,
             "agent": agent,
+            "controller": CONTROLLER,
             "step": len(steps) + 1,
+            "user_turns": user_turns,
             "tool": first["tool"] if first else None,
             "args_hash": first["args_hash"] if first else None,
             "tool_calls": len(calls),
-            "tool_error": any(c["error"] for c in calls),
-            "user_turns": user_turns,
-            "tokens": math.ceil(chars / 4),
             "repeat": max((c["repeat"] for c in calls), default=0),
+            "tool_error": TOOL_ERROR if any(c["error"] for c in calls) else None,
             "signal": None,
+            "tokens": math.ceil(chars / 4),
+            "trial": trial,
         }
         if len(calls) > 1:
             row["calls"] = calls
         steps.append(row)
     actions = conv.actions
-    features = None
+    features: dict[str, float] | None = None
     if actions is not None:
         features = {
             "actions": len(actions),
             "write_actions": sum(is_write_action(name) for name in actions),
         }
-    episode = key | {
-        "agent": agent,
+    episode: EpisodeRow = {
+        "episode": conv.task_id,
         "task": task,
+        "agent": agent,
+        "controller": CONTROLLER,
         "outcome": "success" if conv.success else "failure",
         "success": conv.success,
         "reward": conv.reward,
         "steps": len(steps),
-        "tool_calls": calls_total,
-        "tokens": steps[-1]["tokens"] if steps else 0,
         "user_turns": user_turns,
         "feasible": None,
-        "task_features": features,
+        "tokens": steps[-1]["tokens"] if steps else 0,
         "sim_seconds": 0.0,
+        "tool_calls": calls_total,
         "replans": 0,
         "attempt": 1,
+        "trial": trial,
+        "task_features": features,
     }
     return episode, steps
 

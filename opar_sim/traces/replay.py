@@ -33,6 +33,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from opar_sim.core.controller import Controller, ReflectContext, Truth, TruthReader
+from opar_sim.core.outcome import INVALID_FORMAT, MAX_STEPS, TERMINATED, judge
 from opar_sim.core.types import ControlSignal, Evaluation
 from opar_sim.rundir import episode_key
 from opar_sim.spec.schema import ExperimentSpec, SpecError
@@ -46,8 +47,9 @@ REPLAY_FIELDS = ("missing", "plan_age", "plan_exhausted", "replans", "complete",
 
 # endings of an episode whose last decision does not matter once it is not TERMINATE
 # (the loop checks three invalid outputs before the signal; step max_steps is the last)
-_INVALID = "error:invalid_format"
-_MAX_STEPS = "truncated:max_steps"
+# (an error or a truncation is its own label: the judge reads no world for it)
+_INVALID = judge(INVALID_FORMAT, complete=False, give_up=False, feasible=True)
+_MAX_STEPS = judge(MAX_STEPS, complete=False, give_up=False, feasible=True)
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,7 +189,7 @@ def replay_episode(
 
 
 def _stop_outcome(truth: Truth, give_up: bool) -> str:
-    """The outcome of a TERMINATE, judged as ``core.loop`` judges it (``Outcome``).
+    """The outcome of a TERMINATE at a recorded step, from the kernel's judge (as the loop's).
 
     Args:
         truth: The recorded ground truth at the step.
@@ -197,11 +199,7 @@ def _stop_outcome(truth: Truth, give_up: bool) -> str:
         ``success`` when the task is complete; else ``abandoned``/``gave_up`` for a
         give-up on a feasible/infeasible task, ``premature`` for a false claim.
     """
-    if truth.complete:
-        return "success"
-    if give_up:
-        return "abandoned" if truth.feasible else "gave_up"
-    return "premature"
+    return judge(TERMINATED, truth.complete, give_up, truth.feasible)
 
 
 def exactness(spec: ExperimentSpec) -> str | None:

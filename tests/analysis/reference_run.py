@@ -29,7 +29,6 @@ from typing import Any
 
 import numpy as np
 
-from opar_sim.core.frames import to_frame
 from opar_sim.measure.controller_metrics import ControllerMetrics
 from opar_sim.measure.episode_metrics import EpisodeMetrics
 from opar_sim.measure.metrics import episode_response, step_info
@@ -46,6 +45,7 @@ from opar_sim.rundir import (
     iter_traces,
     read_spec,
 )
+from opar_sim.rundir.frames import to_frame
 from opar_sim.spec.schema import ExperimentSpec
 
 ORACLE = "oracle"

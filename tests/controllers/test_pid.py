@@ -268,3 +268,40 @@ def test_derivative_on_measurement_equals_on_error_while_the_set_point_is_consta
         assert on_error.signal is on_measurement.signal
         # e − e_prev = −(y − y_prev) when e = 1 − y: the same up to rounding in the subtraction
         assert on_measurement.terms["d"] == pytest.approx(on_error.terms["d"], rel=1e-9, abs=1e-12)
+
+
+def test_the_pid_options_are_declared_once_by_the_discrete_pid():
+    import inspect
+
+    from controllers import DiscretePID
+
+    options = {
+        name: p
+        for name, p in inspect.signature(DiscretePID).parameters.items()
+        if p.kind is p.KEYWORD_ONLY
+    }
+    assert set(options) == {
+        "output_limits",
+        "integral_limits",
+        "integral_leak",
+        "back_calculation",
+        "derivative_on",
+        "tau",
+        "setpoint",
+    }
+    init = inspect.signature(CognitivePID.__init__).parameters
+    assert not set(options) & set(init)  # passed on as **options, not declared again
+    shown = inspect.signature(CognitivePID).parameters  # what the registry and reference read
+    assert all(shown[name] == p for name, p in options.items())
+    assert not any(p.kind is p.VAR_KEYWORD for p in shown.values())
+    assert CognitivePID(tau=0.5, setpoint=0.9).tau == 0.5
+
+
+def test_a_subclass_of_the_pid_shows_its_own_signature():
+    import inspect
+
+    class Tight(CognitivePID):
+        def __init__(self, kp: float = 1.0, *, band: float = 0.1) -> None:
+            super().__init__(kp, settle_band=band)
+
+    assert list(inspect.signature(Tight).parameters) == ["kp", "band"]

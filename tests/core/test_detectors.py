@@ -15,8 +15,9 @@ from opar_sim.core.detectors import (
     SameCall,
     StallCount,
 )
-from opar_sim.core.guards import GUARDS, DetectorsSpec, GuardsSpec
+from opar_sim.core.guards import GUARDS
 from opar_sim.core.types import StepRecord
+from opar_sim.spec.guards import DetectorsSpec, GuardsSpec
 
 CONTINUE, REPLAN, TERMINATE = ControlSignal.CONTINUE, ControlSignal.REPLAN, ControlSignal.TERMINATE
 A, B, C = Action.of("search", query="a"), Action.of("search", query="b"), Action.of("fetch", doc=1)

@@ -15,7 +15,6 @@ from opar_sim.agents import ScriptedAgent, SimulatedAgent
 from opar_sim.core.guards import (
     ConfidenceStop,
     ConfirmStop,
-    GuardsSpec,
     HumanGate,
     MaxIterations,
     NoImprovement,
@@ -30,6 +29,7 @@ from opar_sim.core.seeding import episode_seed
 from opar_sim.core.supervisor import Supervisor
 from opar_sim.core.types import TRUNCATION_REASONS, StepRecord
 from opar_sim.spec.build import parse_spec
+from opar_sim.spec.guards import GuardsSpec
 from opar_sim.spec.schema import SpecError
 
 CONTINUE, REPLAN, TERMINATE = ControlSignal.CONTINUE, ControlSignal.REPLAN, ControlSignal.TERMINATE

@@ -28,8 +28,10 @@ RANKS = {
     "environments": 1,
     "opar_sim.agents": 2,
     "opar_sim.llm": 2,
-    "opar_sim.spec": 3,  # the spec's only owner: schema, build, edit, grid, plugins
-    "opar_sim.rundir": 4,  # the run directory's only owner: files, rows, manifest, resume
+    "opar_sim.spec": 3,  # the spec's only owner: schema (the [guards] table too), build, edit,
+    # grid, plugins
+    "opar_sim.rundir": 4,  # the run directory's only owner: files, rows, manifest, resume,
+    # and the rows as pandas frames (``.to_frame()``, for the run directory and measurement)
     "opar_sim.engines": 5,  # the lockstep array engine
     "opar_sim.measure": 5,  # reads a run directory, never simulates
     "opar_sim.metrics": 5,  # the contract's import path of the step-response metrics
@@ -103,7 +105,9 @@ GRAPH["opar_sim"] -= LAZY
 # ``opar_sim.studies.seeds`` runs ``opar_sim/studies/__init__.py``, which loads nothing, so
 # the seed ledger (a leaf of constants) may be read from any layer.
 INERT = {m for m, p in MODULES.items() if p.name == "__init__.py" and not GRAPH[m]}
-LEAVES = {"opar_sim.studies.seeds"}  # modules that import nothing of the project
+# modules that import nothing of the project: the seed ledger, and the install advice for a
+# missing optional extra (``opar_sim.extras``, read from the run directory up to the command line)
+LEAVES = {"opar_sim.studies.seeds", "opar_sim.extras"}
 for _module, _targets in GRAPH.items():
     _targets -= {t for t in INERT if t != _module and not _module.startswith(t + ".")}
 

@@ -8,10 +8,11 @@ import pytest
 from pydantic import BaseModel, ConfigDict, Field
 
 from opar_sim.agents.registry import AGENTS
-from opar_sim.core.guards import GUARDS, DetectorsSpec, GuardsSpec, HumanGateSpec
+from opar_sim.core.guards import GUARDS
 from opar_sim.core.registry import ParameterError, Registry, UnknownNameError
 from opar_sim.llm.config import BACKENDS, BackendSpec
 from opar_sim.registry import KINDS, catalogue
+from opar_sim.spec.guards import DetectorsSpec, GuardsSpec, HumanGateSpec
 
 
 class Box:

@@ -25,7 +25,7 @@ from opar_sim.cli.commands.common import (
     require_backends,
 )
 from opar_sim.cli.render import progress_bar
-from opar_sim.core.extras import install_hint
+from opar_sim.extras import install_hint
 from opar_sim.rundir import prepare_out_dir, write_json
 from opar_sim.spec.build import load_spec
 from opar_sim.studies.contender import Budget, default_contenders

@@ -19,7 +19,7 @@ from opar_sim.cli.commands.common import (
     require_backends,
 )
 from opar_sim.cli.render import progress_bar
-from opar_sim.core.extras import install_hint
+from opar_sim.extras import install_hint
 from opar_sim.running.search import JOURNAL_FILE, journal_storage
 from opar_sim.spec.build import load_spec
 from opar_sim.spec.edit import with_overrides

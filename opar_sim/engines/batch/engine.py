@@ -14,15 +14,24 @@ import numpy as np
 from controllers.batch import CONTINUE, REPLAN, TERMINATE, BatchLaw, Reading
 from environments.flight_booking_batch import PAY_CASH, PAY_POINTS, FlightBookingBatch, take_rows
 from opar_sim.agents.simulated import RESULT_TOKEN_CAP, SimulatedAgentParams
+from opar_sim.core import outcome
 from opar_sim.core.limits import Limits
-from opar_sim.core.types import Outcome, outcome_label
+from opar_sim.core.outcome import Ending, judge_array
+from opar_sim.core.types import Outcome
 
 COMPACT = 0.8  # drop the finished rows once fewer than this share of the rows is live
 PLAN_STEPS = 5  # len(FlightBooking.plan_template())
 
-# episode status codes
+# episode status codes, and the ending each stands for (the kernel's judge reads them)
 RUNNING, TERMINATED, INVALID, TOKENS, TIME, MAX_STEPS = range(6)
-STOPS = {TOKENS: "tokens", TIME: "time", MAX_STEPS: "max_steps"}
+ENDINGS: tuple[Ending | None, ...] = (
+    None,  # RUNNING: no episode is judged while it runs
+    outcome.TERMINATED,
+    outcome.INVALID_FORMAT,
+    Ending(truncated="tokens"),
+    Ending(truncated="time"),
+    outcome.MAX_STEPS,
+)
 
 
 @dataclass
@@ -65,36 +74,21 @@ class BatchEpisodes:
 
     @property
     def success(self) -> np.ndarray:
-        """Whether each episode TERMINATEd with the task complete."""
-        return np.asarray((self.status == TERMINATED) & self.complete)
+        """Whether each episode's outcome is ``success`` (TERMINATE with the task complete)."""
+        return np.asarray(self.judged() == Outcome.SUCCESS.value)
 
     @property
     def tokens(self) -> np.ndarray:
         """Prompt plus completion tokens of each episode."""
         return np.asarray(self.prompt_tokens + self.completion_tokens)
 
+    def judged(self) -> np.ndarray:
+        """The outcome label of each episode (an object array), from the kernel's judge."""
+        return judge_array(self.status, ENDINGS, self.complete, self.give_up, self.feasible)
+
     def outcomes(self) -> list[str]:
-        """The outcome label of each episode, as ``loop._finish`` judges it."""
-        labels = []
-        for status, complete, give_up, feasible in zip(
-            self.status.tolist(),
-            self.complete.tolist(),
-            self.give_up.tolist(),
-            self.feasible.tolist(),
-            strict=True,
-        ):
-            if status == TERMINATED:
-                if complete:
-                    labels.append(outcome_label(Outcome.SUCCESS))
-                elif give_up:
-                    kind = Outcome.ABANDONED if feasible else Outcome.GAVE_UP
-                    labels.append(outcome_label(kind))
-                else:
-                    labels.append(outcome_label(Outcome.PREMATURE))
-            elif status == INVALID:
-                labels.append(outcome_label(Outcome.ERROR, "invalid_format"))
-            else:
-                labels.append(outcome_label(Outcome.TRUNCATED, STOPS[status]))
+        """The outcome label of each episode, as ``loop._finish`` judges it (``judge``)."""
+        labels: list[str] = self.judged().tolist()
         return labels
 
 

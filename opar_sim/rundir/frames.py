@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from opar_sim.core.extras import install_hint
+from opar_sim.extras import install_hint
 
 PANDAS_MISSING = f".to_frame() needs pandas, which is not installed: {install_hint('analysis')}"
 
