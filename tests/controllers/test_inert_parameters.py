@@ -19,7 +19,7 @@ import controllers
 from controllers.registry import CONTROLLERS
 from opar_sim.api import compare
 from opar_sim.core.controller import TruthReader
-from opar_sim.studies.shootout import controller_space
+from opar_sim.studies.contender import controller_space
 from opar_sim.traces.replay import context_of, evaluation_of, truth_of
 from tests.conftest import EXPERIMENTS
 
