@@ -11,9 +11,12 @@ episode exactly where SimPy would (the tokens of a call are spent when it
 starts, as in ``SimulatedAgent._llm_call``).
 
 Its random streams are its own (one generator per chunk of episodes, from
-the run seed, the controller's index and the chunk), so the two engines agree
-in distribution, not episode by episode: ``tests/experiment/test_batch.py``
-checks success rate, mean steps, tokens and REPLANs against the SimPy engine.
+the run seed and the chunk), so the two engines agree in distribution, not
+episode by episode: ``tests/experiment/test_batch.py`` checks success rate,
+mean steps, tokens and REPLANs against the SimPy engine.  Every law of a run
+draws from the same stream, so episode i is the same world under each (common
+random numbers across controllers, as in the SimPy engine): paired comparisons
+of a batch ``compare`` pair like with like.
 It runs the stop confirmation (``[guards] confirm``, every law's on equal
 terms); what it does not run (LLM agents, the other guards, guardrails,
 Reflexion, trials, task wrappers, memory compression) it refuses with a
@@ -122,7 +125,9 @@ def run_batch(spec: ExperimentSpec, controller: int, start: int, stop: int) -> B
     pieces: list[BatchEpisodes] = []
     for first in range(start, stop, CHUNK):
         last = min(stop, first + CHUNK)
-        seed = np.random.SeedSequence(spec.seed, spawn_key=(BATCH_STREAM, controller, first))
+        # every law of the run draws from the same stream (the first law's, as before): the
+        # same worlds in episode i for each, common random numbers across controllers
+        seed = np.random.SeedSequence(spec.seed, spawn_key=(BATCH_STREAM, 0, first))
         engine = _Engine(
             FlightBookingBatch(task.params),
             law,
