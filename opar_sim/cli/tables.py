@@ -13,6 +13,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from opar_sim.measure.diff import ControllerDiff
 from opar_sim.measure.run import RunAnalysis
 from opar_sim.measure.stats import Estimate
 from opar_sim.measure.table import TextTable as TextTable  # the commands import it from here
@@ -269,9 +270,52 @@ __all__ = [
     "TextTable",
     "analysis_outcomes",
     "comparison_table",
+    "interval",
     "outcome_table",
     "pass_columns",
+    "reference_table",
     "response_table",
     "summary_table",
     "world_table",
 ]
+
+
+def interval(e: Estimate, fmt: str, scale: float = 1.0) -> str:
+    """A signed estimate and its 95 % interval, written ``+1.2 [-0.4, +2.8]``."""
+    if math.isnan(e.mean):
+        return "–"
+    m, lo, hi = (scale * v for v in (e.mean, e.low, e.high))
+    return f"{m:+{fmt}} [{lo:+{fmt}}, {hi:+{fmt}}]"
+
+
+def reference_table(diffs: list[ControllerDiff], reference: str) -> TextTable:
+    """``compare``'s first table: each law minus the reference law, paired on the same episodes.
+
+    Args:
+        diffs: Each other law against the reference (``measure.diff.against_reference``).
+        reference: The reference law's name.
+
+    Returns:
+        One row per law: its success, the paired differences in success (percentage
+        points, McNemar p), tokens and REPLANs per episode, each with its 95 % interval.
+    """
+    rows = [
+        [
+            d.controller,
+            str(d.common),
+            f"{d.success_b.rate:.1%}",
+            interval(d.success_diff, ".1f", 100.0),
+            f"{d.mcnemar_p:.2g}",
+            interval(d.diffs["tokens"], ",.0f"),
+            interval(d.diffs["replans"], ".2f"),
+        ]
+        for d in diffs
+    ]
+    base = diffs[0].success_a.rate if diffs else float("nan")
+    columns = ["law", "n", "success", "Δ success (pp)", "McNemar p", "Δ tokens", "Δ replans"]
+    notes = [
+        f"Δ: the law minus {reference} ({base:.1%} success), paired on the same episodes "
+        "(the laws of a run see the same worlds); [a, b]: 95 % paired bootstrap interval",
+        "an interval that contains 0, or p ≥ 0.05, is no evidence of a difference",
+    ]
+    return TextTable(f"paired differences to {reference}", columns, rows, notes)

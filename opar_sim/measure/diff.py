@@ -26,6 +26,7 @@ from opar_sim.measure.stats import (
 from opar_sim.rundir import check_run_dir, episode_key, iter_episodes, read_spec
 
 Key = tuple[int, int]  # (episode, trial)
+Rows = dict[Key, dict[str, Any]]  # one controller's episode rows by (episode, trial)
 QUANTITIES = ("steps", "tokens", "replans")
 
 
@@ -90,32 +91,7 @@ def diff_runs(a: Path, b: Path, *, seed: int = 0) -> RunDiff:
     )
     rng = np.random.default_rng(seed)
     shared = [name for name in rows_a if name in rows_b]
-    diffs = []
-    for name in shared:
-        ra, rb = rows_a[name], rows_b[name]
-        keys = sorted(set(ra) & set(rb))
-        sa = [bool(ra[k]["success"]) for k in keys]
-        sb = [bool(rb[k]["success"]) for k in keys]
-        only_a, only_b = discordant(sa, sb)
-        values = {
-            q: ([float(ra[k][q]) for k in keys], [float(rb[k][q]) for k in keys])
-            for q in QUANTITIES
-        }
-        diffs.append(
-            ControllerDiff(
-                controller=name,
-                n_a=len(ra),
-                n_b=len(rb),
-                common=len(keys),
-                success_a=success_rate(sum(sa), len(keys)),
-                success_b=success_rate(sum(sb), len(keys)),
-                success_diff=paired_interval([float(x) for x in sb], [float(x) for x in sa], rng),
-                mcnemar_p=mcnemar_exact(only_b, only_a),
-                diffs={q: paired_interval(vb, va, rng) for q, (va, vb) in values.items()},
-                means_a={q: _mean(va) for q, (va, _) in values.items()},
-                means_b={q: _mean(vb) for q, (_, vb) in values.items()},
-            )
-        )
+    diffs = [controller_diff(name, rows_a[name], rows_b[name], rng) for name in shared]
     return RunDiff(
         a,
         b,
@@ -124,6 +100,74 @@ def diff_runs(a: Path, b: Path, *, seed: int = 0) -> RunDiff:
         [n for n in rows_a if n not in rows_b],
         [n for n in rows_b if n not in rows_a],
     )
+
+
+def controller_diff(
+    name: str,
+    ra: dict[Key, dict[str, Any]],
+    rb: dict[Key, dict[str, Any]],
+    rng: np.random.Generator,
+) -> ControllerDiff:
+    """B − A for one controller's episode rows, paired by (episode, trial) over those both hold.
+
+    Args:
+        name: What the row of the comparison is called (the controller, or B's law).
+        ra: A's rows by (episode, trial).
+        rb: B's rows by (episode, trial).
+        rng: The generator of the bootstrap resamples.
+
+    Returns:
+        Each side's success (Wilson) and the paired differences in success (bootstrap
+        interval, exact McNemar p), steps, tokens and REPLANs.
+    """
+    keys = sorted(set(ra) & set(rb))
+    sa = [bool(ra[k]["success"]) for k in keys]
+    sb = [bool(rb[k]["success"]) for k in keys]
+    only_a, only_b = discordant(sa, sb)
+    values = {
+        q: ([float(ra[k][q]) for k in keys], [float(rb[k][q]) for k in keys]) for q in QUANTITIES
+    }
+    return ControllerDiff(
+        controller=name,
+        n_a=len(ra),
+        n_b=len(rb),
+        common=len(keys),
+        success_a=success_rate(sum(sa), len(keys)),
+        success_b=success_rate(sum(sb), len(keys)),
+        success_diff=paired_interval([float(x) for x in sb], [float(x) for x in sa], rng),
+        mcnemar_p=mcnemar_exact(only_b, only_a),
+        diffs={q: paired_interval(vb, va, rng) for q, (va, vb) in values.items()},
+        means_a={q: _mean(va) for q, (va, _) in values.items()},
+        means_b={q: _mean(vb) for q, (_, vb) in values.items()},
+    )
+
+
+def against_reference(path: Path, reference: str, *, seed: int = 0) -> list[ControllerDiff]:
+    """Every other law of one run against ``reference``, paired on the same episodes.
+
+    The laws of one run share their worlds (common random numbers in both engines), so
+    episode i pairs like with like: each row is that law minus the reference.
+
+    Args:
+        path: The run directory.
+        reference: The law compared against (one of the run's).
+        seed: The seed of the bootstrap intervals.
+
+    Returns:
+        One ``ControllerDiff`` per other law, in run order (A = the reference, B = the law).
+
+    Raises:
+        KeyError: when the run holds no law called ``reference``.
+    """
+    rows = _last_attempts(check_run_dir(path))
+    if reference not in rows:
+        raise KeyError(reference)
+    rng = np.random.default_rng(seed)
+    return [
+        controller_diff(name, rows[reference], mine, rng)
+        for name, mine in rows.items()
+        if name != reference
+    ]
 
 
 def _mean(values: list[float]) -> float:

@@ -14,10 +14,12 @@ from opar_sim.cli.commands.common import (
     int_at_least,
 )
 from opar_sim.cli.commands.run_cmd import execute
-from opar_sim.cli.tables import comparison_table, response_table, world_table
+from opar_sim.cli.tables import comparison_table, reference_table, response_table, world_table
+from opar_sim.measure.diff import against_reference
 from opar_sim.measure.run import analyze, write_metrics
 from opar_sim.spec.build import load_spec
 from opar_sim.spec.edit import with_controllers, with_overrides
+from opar_sim.spec.schema import ExperimentSpec
 
 NAME = "compare"
 HELP = "run several controllers on the same seeds, print one table and write the figures"
@@ -33,6 +35,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "as path/to/file.py:ClassName (default: the spec's [[compare]] list)",
     )
     parser.add_argument(
+        "--reference",
+        metavar="LAW",
+        help="the law every other is compared with, paired on the same episodes "
+        "(default: the first controller)",
+    )
+    parser.add_argument(
         "--detail",
         action="store_true",
         help="also print the step-response and oscillation table (rise, settling, gap, ζ) "
@@ -44,6 +52,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=2,
         help="a REPLAN within this many steps of the previous one counts as thrash (default 2)",
     )
+
+
+def reference_of(spec: ExperimentSpec, asked: str | None) -> str:
+    """The reference law: ``--reference`` (one of the spec's laws) or the first controller."""
+    names = [c.name for c in spec.controller_list()]
+    if asked is not None and asked not in names:
+        raise UsageError(f"--reference {asked!r} is not one of {', '.join(names)}")
+    return asked or names[0]
 
 
 def parse_names(text: str) -> list[str]:
@@ -73,8 +89,12 @@ def run(args: argparse.Namespace, console: Console) -> int:
     )
     if args.controllers is not None:
         spec = with_controllers(spec, parse_names(args.controllers))
+    reference = reference_of(spec, args.reference)
     result = execute(spec, args, console, tables=False)
     analysis = analyze(result.out, thrash_k=args.thrash_k)
+    if len(spec.controller_list()) > 1:
+        paired = against_reference(result.out, reference)
+        console.print(reference_table(paired, reference).to_rich())
     console.print(comparison_table(analysis).to_rich())
     if args.detail:
         console.print(response_table(analysis).to_rich())

@@ -10,7 +10,7 @@ from pathlib import Path
 from rich.console import Console
 
 from opar_sim.cli.commands.common import UsageError
-from opar_sim.cli.tables import TextTable
+from opar_sim.cli.tables import TextTable, interval
 from opar_sim.measure.diff import RunDiff, diff_runs
 from opar_sim.measure.stats import Estimate
 from opar_sim.rundir import RunDirError
@@ -24,13 +24,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("a", type=Path, help="the baseline run directory (A)")
     parser.add_argument("b", type=Path, help="the run directory compared with it (B)")
     parser.add_argument("--json", action="store_true", help="print the differences as JSON")
-
-
-def _signed(e: Estimate, fmt: str, scale: float = 1.0) -> str:
-    if math.isnan(e.mean):
-        return "–"
-    m, lo, hi = (scale * v for v in (e.mean, e.low, e.high))
-    return f"{m:+{fmt}} ({lo:+{fmt}} to {hi:+{fmt}})"
 
 
 def diff_table(d: RunDiff) -> TextTable:
@@ -48,11 +41,11 @@ def diff_table(d: RunDiff) -> TextTable:
             str(c.common),
             f"{c.success_a.rate:.1%}",
             f"{c.success_b.rate:.1%}",
-            _signed(c.success_diff, ".1f", 100.0),
+            interval(c.success_diff, ".1f", 100.0),
             f"{c.mcnemar_p:.2g}",
-            _signed(c.diffs["steps"], ".2f"),
-            _signed(c.diffs["tokens"], ",.0f"),
-            _signed(c.diffs["replans"], ".2f"),
+            interval(c.diffs["steps"], ".2f"),
+            interval(c.diffs["tokens"], ",.0f"),
+            interval(c.diffs["replans"], ".2f"),
         ]
         for c in d.controllers
     ]
