@@ -23,7 +23,8 @@ from opar_sim.measure.stats import (
     paired_interval,
     success_rate,
 )
-from opar_sim.rundir import check_run_dir, episode_key, iter_episodes, read_spec
+from opar_sim.rundir import RunDirError, check_run_dir, episode_key, iter_episodes, read_spec
+from opar_sim.rundir.manifest import run_engine
 
 Key = tuple[int, int]  # (episode, trial)
 Rows = dict[Key, dict[str, Any]]  # one controller's episode rows by (episode, trial)
@@ -82,6 +83,13 @@ def diff_runs(a: Path, b: Path, *, seed: int = 0) -> RunDiff:
         tokens and REPLANs per episode, over the episodes both runs hold.
     """
     rows_a, rows_b = _last_attempts(check_run_dir(a)), _last_attempts(check_run_dir(b))
+    engines = run_engine(a), run_engine(b)
+    if engines[0] != engines[1]:
+        raise RunDirError(
+            f"A ran on the {engines[0]} engine and B on the {engines[1]} engine: episode i is "
+            "not the same world in both, so there is nothing to pair (compare each run's "
+            "summary instead, or rerun one on the other engine)"
+        )
     spec_a, spec_b = read_spec(a), read_spec(b)
     same = (
         spec_a is not None

@@ -215,10 +215,10 @@ def write_jsonl(path: Path, rows: Iterable[Any]) -> None:
     write_bytes(path, "".join(to_line(row) for row in rows).encode())
 
 
-def write_spec(out: Path, spec: ExperimentSpec) -> None:
+def write_spec(out: Path, spec: ExperimentSpec, engine: str = "simpy") -> None:
     """Write the resolved spec a run was started with, and the manifest's header."""
     write_bytes(out / SPEC_FILE, spec_bytes(spec))
-    write_bytes(out / MANIFEST_FILE, header_line(spec))
+    write_bytes(out / MANIFEST_FILE, header_line(spec, engine))
 
 
 def check_run_dir(path: Path) -> Path:

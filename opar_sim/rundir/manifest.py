@@ -52,10 +52,19 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def header_line(spec: ExperimentSpec) -> bytes:
-    """The manifest's first line."""
-    head = {"manifest": MANIFEST_VERSION, "spec_sha256": sha256(spec_bytes(spec))}
+def header_line(spec: ExperimentSpec, engine: str = "simpy") -> bytes:
+    """The manifest's first line; a run of another engine than SimPy's names it (``engine``)."""
+    head: dict[str, Any] = {"manifest": MANIFEST_VERSION, "spec_sha256": sha256(spec_bytes(spec))}
+    if engine != "simpy":
+        head["engine"] = engine
     return (json.dumps(head) + "\n").encode()
+
+
+def run_engine(out: Path) -> str:
+    """The engine that wrote the run in ``out`` (``simpy`` when its manifest names none)."""
+    head = read_header(out)
+    engine = head.get("engine", "simpy") if head else "simpy"
+    return str(engine)
 
 
 def chunk_line(units: tuple[int, int], files: dict[str, tuple[int, str]]) -> bytes:

@@ -152,7 +152,7 @@ def run_many(
             found = Repair()
             prepare_out_dir(out)
             out.mkdir(parents=True, exist_ok=True)
-            write_spec(out, spec)
+            write_spec(out, spec, engine)
         starts.append(found)
     done = [found.done for found in starts]
     already = sum(done)

@@ -52,7 +52,8 @@ def diff_table(d: RunDiff) -> TextTable:
     worlds = (
         "same seed and task: episode i is the same world in both runs (common random numbers)"
         if d.same_worlds
-        else "seed or task differ: pairs match episode numbers only, not worlds"
+        else "UNPAIRED: seed or task differ, so episode i is not the same world in A and B; "
+        "the Δ columns match episode numbers only and their intervals and p are not valid"
     )
     notes = [
         f"A = {d.a}, B = {d.b}; B − A per episode over the episodes both hold (n); {worlds}",
@@ -63,7 +64,7 @@ def diff_table(d: RunDiff) -> TextTable:
         only_a, only_b = ", ".join(d.only_a) or "none", ", ".join(d.only_b) or "none"
         notes.append(f"only in A: {only_a}; only in B: {only_b}")
     return TextTable(
-        "diff: B − A per controller",
+        "diff: B − A per controller" + ("" if d.same_worlds else " (UNPAIRED)"),
         [
             "controller",
             "n",
