@@ -27,6 +27,15 @@ def _pct(value: float) -> str:
     return "–" if math.isnan(value) else f"{value:.1%}"
 
 
+def _pass(m: Any, k: int) -> str:
+    """pass^k with its world-bootstrap interval where there is one."""
+    value = m.pass_k.get(k, math.nan)
+    low, high = m.pass_k_ci.get(k, (math.nan, math.nan))
+    if math.isnan(value) or math.isnan(low):
+        return _pct(value)
+    return f"{_pct(value)} [{100 * low:.1f}, {100 * high:.1f}]"
+
+
 def comparison_table(analysis: RunAnalysis) -> TextTable:
     """Success, cost, replanning and stopping errors per controller; regret if an oracle ran."""
     k = analysis.thrash_k
@@ -57,8 +66,8 @@ def comparison_table(analysis: RunAnalysis) -> TextTable:
         row = [
             name,
             str(m.episodes),
-            f"{100 * s.rate:.1f}% ({100 * s.low:.1f}-{100 * s.high:.1f})",
-            *(_pct(m.pass_k.get(j, math.nan)) for j in ks),
+            f"{100 * s.rate:.1f}% [{100 * s.low:.1f}, {100 * s.high:.1f}]",
+            *(_pass(m, j) for j in ks),
             _num(m.steps.mean),
             f"{m.tokens.mean:,.0f}",
             _num(m.replans.mean, ".2f"),

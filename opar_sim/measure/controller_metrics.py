@@ -17,7 +17,7 @@ import numpy as np
 import numpy.typing as npt
 
 from opar_sim.measure.episode_metrics import EpisodeTable
-from opar_sim.measure.pass_k import pass_hat_ks, success_histogram
+from opar_sim.measure.pass_k import pass_hat_ks, success_histogram, world_intervals
 from opar_sim.measure.stats import Estimate, Proportion, bootstrap_mean, paired_difference
 from opar_sim.measure.stats import success_rate as proportion
 
@@ -44,6 +44,8 @@ class ControllerMetrics:
     episodes: int
     success: Proportion
     pass_k: dict[int, float]  # k -> pass^k over worlds; NaN where k > trials
+    # k -> pass^k's 95 % interval, bootstrapped by world (empty with one trial per world)
+    pass_k_ci: dict[int, tuple[float, float]]
     trials: int  # runs of each world
     worlds: int  # worlds with all their trials
     world_successes: list[int]  # worlds with 0..trials successes
@@ -87,6 +89,9 @@ class ControllerMetrics:
                 out["success_high"] = value.high
             elif name == "pass_k":
                 out |= {f"pass^{k}": v for k, v in value.items()}
+            elif name == "pass_k_ci":
+                for k, (low, high) in value.items():
+                    out |= {f"pass^{k}_low": low, f"pass^{k}_high": high}
             elif name == "world_successes":
                 out |= {f"worlds:{c}/{self.trials}": v for c, v in enumerate(value)}
             elif name == "outcomes":
@@ -146,11 +151,17 @@ def controller_metrics(
             rng,
         )
     histogram = success_histogram(worlds, trials)
+    success = proportion(sum(successes), n)
+    pass_k_ci: dict[int, tuple[float, float]] = {}
+    if trials > 1:  # a world's trials are not independent: resample worlds, not episodes
+        (low, high), pass_k_ci = world_intervals(worlds, trials)
+        success = Proportion(success.successes, success.n, low, high)
     return ControllerMetrics(
         controller=name,
         episodes=n,
-        success=proportion(sum(successes), n),
+        success=success,
         pass_k=dict(sorted(pass_k.items())),
+        pass_k_ci=pass_k_ci,
         trials=trials,
         worlds=sum(histogram),
         world_successes=histogram,

@@ -86,3 +86,58 @@ def success_histogram(worlds: Mapping[Any, Sequence[bool]], trials: int) -> list
     for outcomes in complete_worlds(worlds, trials).values():
         counts[sum(bool(o) for o in outcomes)] += 1
     return counts
+
+
+WORLD_BOOTSTRAP_SEED = (
+    20_240_611  # the world bootstrap's own generator: other intervals keep theirs
+)
+WORLD_RESAMPLES = 2000
+
+
+def world_intervals(
+    worlds: Mapping[Any, Sequence[bool]],
+    trials: int,
+    confidence: float = 0.95,
+    resamples: int = WORLD_RESAMPLES,
+) -> tuple[tuple[float, float], dict[int, tuple[float, float]]]:
+    """Success and pass^k intervals that resample worlds, each with all its trials.
+
+    The trials of one world share its task stream, so they are not independent draws:
+    a Wilson interval over every trial of every world is too narrow.  Here each bootstrap
+    resample draws worlds with replacement and keeps a world's trials together; the
+    success rate of a resample is its successes over its attempts, and its pass^k the
+    mean of C(c, k) / C(n, k) over its complete worlds.
+
+    Args:
+        worlds: World -> the outcome of each of its trials.
+        trials: The trials per world the spec asks for.
+        confidence: The intervals' level.
+        resamples: How many bootstrap resamples.
+
+    Returns:
+        The success rate's percentile interval, and k -> pass^k's interval for
+        k = 1..``trials`` (NaN bounds with no complete world).
+    """
+    alpha = (1 - confidence) / 2
+    rng = np.random.default_rng(WORLD_BOOTSTRAP_SEED)
+    names = list(worlds)
+    nan = (math.nan, math.nan)
+    if not names:
+        return nan, dict.fromkeys(range(1, trials + 1), nan)
+    wins = np.array([sum(bool(o) for o in worlds[w]) for w in names], float)
+    tries = np.array([len(worlds[w]) for w in names], float)
+    draws = rng.integers(0, len(names), size=(resamples, len(names)))
+    rates = wins[draws].sum(axis=1) / tries[draws].sum(axis=1)
+    success = tuple(float(q) for q in np.quantile(rates, [alpha, 1 - alpha]))
+    full = complete_worlds(worlds, trials)
+    passes: dict[int, tuple[float, float]] = {}
+    if not full:
+        return (success[0], success[1]), dict.fromkeys(range(1, trials + 1), nan)
+    c = np.array([sum(bool(o) for o in outcomes) for outcomes in full.values()])
+    picks = rng.integers(0, len(full), size=(resamples, len(full)))
+    for k in range(1, trials + 1):
+        per_world = np.array([math.comb(int(x), k) / math.comb(trials, k) for x in c])
+        means = per_world[picks].mean(axis=1)
+        low, high = np.quantile(means, [alpha, 1 - alpha])
+        passes[k] = (float(low), float(high))
+    return (success[0], success[1]), passes

@@ -34,8 +34,8 @@ from opar_sim.measure.episode_metrics import EpisodeMetrics
 from opar_sim.measure.metrics import episode_response, step_info
 from opar_sim.measure.oscillation import action_cycles as find_cycles
 from opar_sim.measure.oscillation import damping, replan_rhythm, trend_sign_changes
-from opar_sim.measure.pass_k import pass_hat_ks, success_histogram
-from opar_sim.measure.stats import Estimate, bootstrap_mean, paired_difference
+from opar_sim.measure.pass_k import pass_hat_ks, success_histogram, world_intervals
+from opar_sim.measure.stats import Estimate, Proportion, bootstrap_mean, paired_difference
 from opar_sim.measure.stats import success_rate as proportion
 from opar_sim.rundir import (
     EpisodeTrace,
@@ -144,11 +144,17 @@ def controller_metrics(
             {e.key: float(e.tokens) for e, _ in oracle},
             rng,
         )
+    success = proportion(sum(successes), n)
+    pass_k_ci: dict[int, tuple[float, float]] = {}
+    if trials > 1:  # repeated trials: the world bootstrap (its own generator)
+        (low, high), pass_k_ci = world_intervals(worlds, trials)
+        success = Proportion(success.successes, success.n, low, high)
     return ControllerMetrics(
         controller=name,
         episodes=n,
-        success=proportion(sum(successes), n),
+        success=success,
         pass_k=dict(sorted(pass_k.items())),
+        pass_k_ci=pass_k_ci,
         trials=trials,
         worlds=sum(success_histogram(worlds, trials)),
         world_successes=success_histogram(worlds, trials),
