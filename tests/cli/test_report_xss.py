@@ -19,6 +19,7 @@ import json
 import os
 import re
 import shutil
+import urllib.parse
 import xml.parsers.expat
 from html.parser import HTMLParser
 from pathlib import Path
@@ -28,6 +29,7 @@ import pytest
 
 from opar_sim.cli.main import main
 from opar_sim.measure.run import analyze
+from tests.cli.test_report_browser import CHROMIUM, FLAGS, _browser_or_skip
 from tests.conftest import SPEC
 
 PWN = "window.__pwned=1"
@@ -379,3 +381,138 @@ def test_the_svg_sanitiser_refuses_entities_and_what_is_not_an_svg(text):
 
     with pytest.raises(ValueError):
         inline_svg(text, "pareto")
+
+
+# --- in the browser ---------------------------------------------------------------------------
+
+
+def _open(sync_api: Any, run: Path, check: Any) -> dict[str, list[str]]:
+    seen: dict[str, list[str]] = {"errors": [], "failed": [], "outside": [], "dialogs": []}
+    with sync_api.sync_playwright() as pw:
+        browser = pw.chromium.launch(
+            executable_path=CHROMIUM if Path(CHROMIUM).is_file() else shutil.which("chromium"),
+            headless=True,
+            args=FLAGS,
+        )
+        context = browser.new_context(offline=True, viewport={"width": 900, "height": 1000})
+
+        def route(r: Any) -> None:
+            if r.request.url.startswith("file://") and r.request.url.split("#")[0].endswith(
+                "report.html"
+            ):
+                r.continue_()
+            else:  # anything but the page itself: recorded and refused
+                seen["outside"].append(r.request.url)
+                r.abort()
+
+        context.route("**/*", route)
+        page = context.new_page()
+        page.on("console", lambda m: seen["errors"].append(m.text) if m.type == "error" else None)
+        page.on("pageerror", lambda e: seen["errors"].append(str(e)))
+        page.on("requestfailed", lambda r: seen["failed"].append(r.url))
+
+        def dialog(d: Any) -> None:
+            seen["dialogs"].append(d.message)
+            d.dismiss()
+
+        page.on("dialog", dialog)
+        check(page, run / "report.html")
+        browser.close()
+    return seen
+
+
+def _pwned(page: Any) -> Any:
+    return page.evaluate("() => window.__pwned")
+
+
+def _exercise(page: Any, page_file: Path) -> None:
+    """Load, click every episode and control, hover every figure, follow #episode= links."""
+    analysis = analyze(page_file.parent)
+    episodes = len(analysis.episodes)
+    page.goto(page_file.as_uri())
+    page.wait_for_load_state("load")
+    assert _pwned(page) is None
+    # the page's own script ran: legend, episode table
+    assert page.locator("nav#legend button").count() == len(analysis.controllers)
+    assert page.locator("#episode-list tbody tr").count() == episodes
+    texts = page.eval_on_selector_all("nav#legend button", "bs => bs.map(b => b.textContent)")
+    assert texts == list(analysis.controllers)  # a name with a quote is whole in the legend
+    for k in range(episodes):
+        page.locator("#episode-list tbody tr").nth(k).click()
+        page.wait_for_selector("#trace table tbody tr")
+    assert page.locator("#trace table tbody tr").count() >= 1
+    for k in range(len(analysis.controllers)):
+        page.locator("nav#legend button").nth(k).click()
+        page.locator("nav#legend button").nth(k).click()
+    for row in page.locator(".table table tbody tr").all():
+        row.hover()
+    options = page.eval_on_selector_all("#outcome-filter option", "os => os.map(o => o.value)")
+    for value in options:
+        page.select_option("#outcome-filter", value=value)
+    page.select_option("#outcome-filter", value="")
+    figures = page.locator("svg.fig")
+    assert figures.count() >= 5
+    for k in range(figures.count()):
+        fig = figures.nth(k)
+        fig.scroll_into_view_if_needed()
+        # the centre of every controller's artist (its tool tip), and a coarse grid around them
+        points = fig.evaluate(
+            """svg => [...svg.querySelectorAll('[id*="-ctl--"]')]
+            .map(e => e.getBoundingClientRect()).filter(r => r.width > 0 && r.height > 0)
+            .map(r => [r.x + r.width / 2, r.y + r.height / 2])"""
+        )
+        box = fig.bounding_box()
+        assert box is not None
+        grid = [
+            (box["x"] + box["width"] * i / 6, box["y"] + box["height"] * j / 4)
+            for i in range(1, 6)
+            for j in range(1, 4)
+        ]
+        for x, y in [*points, *grid]:
+            page.mouse.move(x, y)
+        page.mouse.move(0, 0)
+        assert _pwned(page) is None
+    # a click on each controller's first raster row opens its trace
+    raster = page.evaluate(
+        "() => JSON.parse(document.getElementById('report-data').textContent).raster"
+    )
+    for name, info in raster.items():
+        page.locator("svg[data-fig=signals]").scroll_into_view_if_needed()
+        box = page.locator("svg[data-fig=signals]").bounding_box()
+        assert box is not None and info["box"] is not None
+        x0, y0, w, h = info["box"]
+        x = box["x"] + (x0 + w / 2) * box["width"]
+        y = box["y"] + (1 - (y0 + h - h / (2 * len(info["rows"])))) * box["height"]
+        page.mouse.move(x, y)
+        assert name in page.inner_text("#tip")
+        page.mouse.click(x, y)
+        assert page.inner_text("#trace-title").startswith(f"Episode trace: {name}, episode ")
+    keys = page.evaluate(
+        "() => JSON.parse(document.getElementById('report-data').textContent).episodes"
+        ".map(e => e[0])"
+    )
+    # shared links: one episode of each controller, and links no report wrote
+    firsts = [next(k for k in keys if k.rsplit("|", 3)[0] == c) for c in analysis.controllers]
+    hostile = [f"{PAYLOADS[0]}|1|1|1", "%E0%A4%A", PAYLOADS[2], "|||"]
+    for key in [*firsts, *hostile]:
+        page.goto("about:blank")
+        page.goto(page_file.as_uri() + "#episode=" + urllib.parse.quote(key, safe=""))
+        page.wait_for_load_state("load")
+        assert page.locator("#episode-list tbody tr").count() == episodes
+        if key in keys:
+            c, e = key.rsplit("|", 3)[:2]
+            assert page.inner_text("#trace-title") == f"Episode trace: {c}, episode {e}"
+            assert page.locator("#trace table tbody tr").count() >= 1
+        assert _pwned(page) is None
+    page.goto("about:blank")
+    page.goto(page_file.as_uri() + "#episode=" + PAYLOADS[0])
+    page.wait_for_load_state("load")
+    assert _pwned(page) is None
+
+
+@pytest.mark.parametrize("which", ["planted", "damaged"])
+def test_no_planted_script_runs_in_the_browser(which, request):
+    sync_api = _browser_or_skip()
+    run, _ = request.getfixturevalue(which)
+    seen = _open(sync_api, run, _exercise)
+    assert seen == {"errors": [], "failed": [], "outside": [], "dialogs": []}
