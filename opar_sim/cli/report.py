@@ -1,28 +1,43 @@
-"""A run as one self-contained, interactive HTML page: figures, tables, episode traces, the spec.
+r"""A run as one self-contained, interactive HTML page: figures, tables, episode traces, the spec.
 
 Nothing is linked: the page opens offline and can be attached to a message.
 The figures are the vector SVGs that ``plot`` (or ``compare``) already wrote
 under RUNDIR/figures, inlined with their ids prefixed per figure; they are
-drawn only when that directory lacks them, was drawn for other options, or is
-older than one of the run's files (spec.json, episodes.jsonl, steps.jsonl).  A
-small script (``assets/report.js``, plain JavaScript, no library, no network)
-adds the interaction: hover tool tips, controllers toggled from the legend bar,
-the comparison table linked to the Pareto plot, and the episode trace viewer
-fed by the episodes' steps embedded once as compact columns (``trace_data``).
-It reads the JSON the report embeds (``report-data``) and the inline SVG
-figures, whose artists carry ids of the form ``<figure>-ctl--<controller>--...``
-and ``<figure>-raster--<controller>`` (set as matplotlib gids by the figure
-code).  The script and its style sheet (``assets/report.css``) are package
-data files, read with ``importlib.resources`` (``asset``).
+drawn only when that directory lacks them, was drawn for other options, is
+older than one of the run's files (spec.json, episodes.jsonl, steps.jsonl), or
+holds an index or an SVG the code did not write (``figure_svgs``).  A small
+script (``assets/report.js``, plain JavaScript, no library, no network) adds
+the interaction: hover tool tips, controllers toggled from the legend bar, the
+comparison table linked to the Pareto plot, and the episode trace viewer fed by
+the episodes' steps embedded once as compact columns (``trace_data``).  It
+reads the JSON the report embeds (``report-data``) and the inline SVG figures,
+whose artists carry ids of the form ``<figure>-ctl--<controller>--...`` and
+``<figure>-raster--<controller>`` (set as matplotlib gids by the figure code).
+The script and its style sheet (``assets/report.css``) are package data files,
+read with ``importlib.resources`` (``asset``).
+
+A run directory is shared (a colleague's tarball, a vendor's export), so every
+string in it is data, never markup (issue 31): text and attributes are escaped;
+the JSON is embedded with ``<``, ``>``, ``&``, U+2028 and U+2029 written as
+``\uXXXX`` (``_json_script``); an SVG read from the run directory is parsed
+and rewritten to the drawing elements and attributes matplotlib writes, its
+references local (``inline_svg``); figure stems and raster rows of
+``figures.json`` are checked against what the code writes (``valid_index``);
+and a Content-Security-Policy lets only the page's own script run, by its hash,
+with no inline event handler (``content_security_policy``).  The script builds
+its elements with ``textContent``, never ``innerHTML`` with data.
 """
 
 from __future__ import annotations
 
+import base64
 import datetime as dt
+import hashlib
 import html
 import math
 import re
 import subprocess
+import xml.parsers.expat
 from collections.abc import Iterable
 from importlib.resources import files
 from pathlib import Path
@@ -226,57 +241,360 @@ def spec_toml(analysis: RunAnalysis) -> str:
     return tomli_w.dumps(_without_none(analysis.spec.model_dump(mode="json")))
 
 
-_SVG_ROOT = re.compile(r"<svg\b[^>]*>")
+SVG_NS = "http://www.w3.org/2000/svg"
+XLINK_NS = "http://www.w3.org/1999/xlink"
+XML_NS = "http://www.w3.org/XML/1998/namespace"
+
+# the drawing elements matplotlib's SVG backend writes (and a few plain shapes): nothing
+# that runs script (script, set, animate*, handlers), embeds a document (foreignObject,
+# iframe) or navigates (a); any other element is left out with everything inside it
+_SVG_ELEMENTS = frozenset(
+    {
+        "svg",
+        "g",
+        "defs",
+        "style",
+        "path",
+        "use",
+        "clipPath",
+        "rect",
+        "image",
+        "line",
+        "polyline",
+        "polygon",
+        "circle",
+        "ellipse",
+        "text",
+        "tspan",
+        "title",
+        "desc",
+        "symbol",
+        "pattern",
+        "linearGradient",
+        "radialGradient",
+        "stop",
+        "mask",
+        "marker",
+    }
+)
+# attributes in no namespace that only draw: presentation, geometry, ids
+_SVG_ATTRIBUTES = frozenset(
+    {
+        "id",
+        "d",
+        "transform",
+        "style",
+        "clip-path",
+        "clip-rule",
+        "fill-rule",
+        "x",
+        "y",
+        "x1",
+        "y1",
+        "x2",
+        "y2",
+        "cx",
+        "cy",
+        "r",
+        "rx",
+        "ry",
+        "width",
+        "height",
+        "viewBox",
+        "version",
+        "points",
+        "fill",
+        "fill-opacity",
+        "stroke",
+        "stroke-width",
+        "stroke-opacity",
+        "stroke-dasharray",
+        "stroke-dashoffset",
+        "stroke-linecap",
+        "stroke-linejoin",
+        "stroke-miterlimit",
+        "opacity",
+        "font-family",
+        "font-size",
+        "font-style",
+        "font-weight",
+        "text-anchor",
+        "dominant-baseline",
+        "letter-spacing",
+        "preserveAspectRatio",
+        "patternUnits",
+        "patternContentUnits",
+        "patternTransform",
+        "gradientUnits",
+        "gradientTransform",
+        "offset",
+        "stop-color",
+        "stop-opacity",
+        "mask",
+        "maskUnits",
+        "clipPathUnits",
+        "image-rendering",
+        "visibility",
+        "display",
+        "marker-start",
+        "marker-mid",
+        "marker-end",
+        "markerWidth",
+        "markerHeight",
+        "refX",
+        "refY",
+        "orient",
+        "type",
+    }
+)
+_LOCAL_URL = re.compile(r"url\(\s*#([^\s()'\"\\]+)\s*\)")
+# what a value may hold besides local url(#id) references: no parenthesis (url(),
+# image-set(), expression()), no backslash (a CSS escape), no "@", no "/" (no address)
+_PLAIN_VALUE = re.compile(r"[A-Za-z0-9\s\-+:;.,#%'\"_]*")
+_TRANSFORM = re.compile(r"[A-Za-z0-9\s\-+.,()]*")
+_STYLE_SHEET = re.compile(r"\s*\*\s*\{[A-Za-z0-9\s\-:;.#%]*\}\s*")  # matplotlib's one rule
+_DATA_IMAGE = re.compile(r"data:image/(png|jpeg|gif);base64,[A-Za-z0-9+/=\s]*")
+
+
+def _svg_value(name: str, value: str, prefix: str) -> str | None:
+    """An attribute's value with its local references prefixed, or None to leave it out."""
+    if name == "transform" or name.endswith("Transform"):
+        return value if _TRANSFORM.fullmatch(value) else None
+    if not _PLAIN_VALUE.fullmatch(_LOCAL_URL.sub("", value)):
+        return None
+    return _LOCAL_URL.sub(lambda m: f"url(#{prefix}-{m.group(1)})", value)
+
+
+def _svg_href(element: str, value: str, prefix: str) -> str | None:
+    """A link's target: a local ``#id`` (prefixed), or an image's embedded raster pixels."""
+    if value.startswith("#") and len(value) > 1 and not any(c.isspace() for c in value):
+        return f"#{prefix}-{value[1:]}"
+    if element == "image" and _DATA_IMAGE.fullmatch(value):
+        return value
+    return None
+
+
+class _SvgWriter:
+    """Writes an SVG anew from expat's events, keeping only what ``inline_svg`` allows."""
+
+    def __init__(self, prefix: str) -> None:
+        self.prefix = prefix
+        self.out: list[str] = []
+        self.stack: list[str | None] = []  # open elements; None for one left out
+        self.pending = False  # a start tag written without its ">" (it may close as "/>")
+        self.seen = 0  # elements met
+        self.sheet: list[str] | None = None  # the text of the open <style> element
+
+    def _close_start(self) -> None:
+        if self.pending:
+            self.out.append(">")
+            self.pending = False
+
+    def _attributes(self, local: str, attrs: dict[str, str], root: bool) -> list[tuple[str, str]]:
+        kept: list[tuple[str, str]] = []
+        for key, value in attrs.items():
+            ns, _, attr = key.rpartition(" ")
+            if root and attr in ("width", "height"):
+                continue  # the page sets the width
+            if attr == "href" and ns in ("", XLINK_NS):
+                target = _svg_href(local, value, self.prefix)
+                if target is not None:
+                    kept.append(("xlink:href", target))
+            elif ns == XML_NS and attr == "space" and value in ("default", "preserve"):
+                kept.append(("xml:space", value))
+            elif ns == "" and attr == "id":
+                kept.append(("id", f"{self.prefix}-{value}"))
+            elif ns == "" and attr in _SVG_ATTRIBUTES:
+                clean = _svg_value(attr, value, self.prefix)
+                if clean is not None:
+                    kept.append((attr, clean))
+        if root:
+            head = [("class", "fig"), ("data-fig", self.prefix)]
+            kept = [*head, ("xmlns", SVG_NS), ("xmlns:xlink", XLINK_NS), *kept]
+        return kept
+
+    def start(self, name: str, attrs: dict[str, str]) -> None:
+        ns, _, local = name.rpartition(" ")
+        root = self.seen == 0
+        self.seen += 1
+        if root and (ns != SVG_NS or local != "svg"):
+            raise ValueError("not an SVG document")
+        inside_left_out = bool(self.stack) and self.stack[-1] in (None, "style")
+        if inside_left_out or ns != SVG_NS or local not in _SVG_ELEMENTS:
+            self.stack.append(None)  # and everything inside it
+            return
+        self.stack.append(local)
+        if local == "style":  # written at its end, when its text is known
+            self.sheet = []
+            return
+        self._close_start()
+        kept = self._attributes(local, attrs, root)
+        self.out.append(f"<{local}" + "".join(f' {k}="{html.escape(v)}"' for k, v in kept))
+        self.pending = True
+
+    def end(self, name: str) -> None:
+        local = self.stack.pop()
+        if local is None:
+            return
+        if local == "style":
+            text = "".join(self.sheet or [])
+            self.sheet = None
+            if _STYLE_SHEET.fullmatch(text):  # a style sheet reaches the whole page
+                self._close_start()
+                self.out.append(f'<style type="text/css">{html.escape(text, quote=False)}</style>')
+        elif self.pending:
+            self.out.append("/>")
+            self.pending = False
+        else:
+            self.out.append(f"</{local}>")
+
+    def data(self, chunk: str) -> None:
+        if not self.stack or self.stack[-1] is None:
+            return
+        if self.stack[-1] == "style":
+            assert self.sheet is not None
+            self.sheet.append(chunk)
+            return
+        self._close_start()
+        self.out.append(html.escape(chunk, quote=False))
+
+
+def _refuse_entities(*_: object) -> int:
+    """The expat handler for an entity declaration or a reference it cannot resolve: refused."""
+    raise ValueError("an SVG with an entity declaration or reference")
 
 
 def inline_svg(text: str, prefix: str) -> str:
-    """An SVG file's text made embeddable: no XML prologue, ids prefixed, width from the page.
+    """An SVG's text made safe to embed: drawing elements only, ids prefixed, width from the page.
 
-    matplotlib names clip paths and glyphs with ids that repeat across figures;
-    the prefix keeps each figure's references to its own.
+    The SVG is parsed (expat, no entity declarations) and written anew with
+    the elements and attributes that only draw (``_SVG_ELEMENTS``,
+    ``_SVG_ATTRIBUTES``): no script, no event handler, no foreignObject, no
+    link, no reference outside the figure but an image's ``data:image/png``
+    pixels, no style sheet but matplotlib's one rule.  Text and attribute
+    values are escaped.  matplotlib names clip paths and glyphs with ids that
+    repeat across figures; the prefix keeps each figure's references to its own.
+
+    Args:
+        text: The SVG document (as ``plot`` writes it, or anything else).
+        prefix: The figure's stem (``[A-Za-z0-9_]``), prefixed to every id.
+
+    Returns:
+        One ``<svg class="fig" data-fig="PREFIX">`` element.
+
+    Raises:
+        ValueError: When the text is not well-formed XML with an SVG root.
     """
-    start = text.find("<svg")
-    body = text[start:] if start >= 0 else text
-    body = re.sub(r'\bid="([^"]+)"', lambda m: f'id="{prefix}-{m.group(1)}"', body)
-    body = body.replace("url(#", f"url(#{prefix}-").replace('href="#', f'href="#{prefix}-')
+    if not re.fullmatch(r"[A-Za-z0-9_]+", prefix):
+        raise ValueError(f"not a figure stem: {prefix!r}")
+    writer = _SvgWriter(prefix)
+    parser = xml.parsers.expat.ParserCreate(namespace_separator=" ")
+    parser.SetParamEntityParsing(xml.parsers.expat.XML_PARAM_ENTITY_PARSING_NEVER)
+    parser.EntityDeclHandler = _refuse_entities
+    parser.SkippedEntityHandler = _refuse_entities
+    parser.ExternalEntityRefHandler = _refuse_entities
+    parser.StartElementHandler = writer.start
+    parser.EndElementHandler = writer.end
+    parser.CharacterDataHandler = writer.data
+    try:
+        parser.Parse(text.encode("utf-8"), True)
+    except xml.parsers.expat.ExpatError as exc:
+        raise ValueError(f"not a well-formed SVG: {exc}") from None
+    if writer.seen == 0:
+        raise ValueError("not an SVG document")
+    return "".join(writer.out)
 
-    def root(match: re.Match[str]) -> str:
-        tag = re.sub(r'\s(width|height)="[^"]*"', "", match.group(0))
-        return tag.replace("<svg", f'<svg class="fig" data-fig="{prefix}"', 1)
 
-    return _SVG_ROOT.sub(root, body, count=1)
+SVG_CEILING = 64 * 2**20
+"""Bytes of the largest SVG reused from a run directory (a larger one is drawn afresh)."""
+
+KNOWN_FIGURES = frozenset(CAPTIONS)
+"""The figure stems the code draws (``build_figures``): no other name reaches the page."""
+
+
+def _finite(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def valid_index(index: object, controllers: Iterable[str]) -> bool:
+    """Whether ``figures.json`` is one the code wrote for this run's controllers.
+
+    Its figures are known stems, each once; its raster holds, per controller of
+    the run, rows of three integers and a box of four finite numbers (or none).
+    """
+    if not isinstance(index, dict):
+        return False
+    stems = index.get("figures")
+    if not isinstance(stems, list) or not stems or len(set(map(str, stems))) != len(stems):
+        return False
+    if not all(isinstance(s, str) and s in KNOWN_FIGURES for s in stems):
+        return False
+    raster = index.get("raster", {})
+    if not isinstance(raster, dict) or not set(raster) <= set(controllers):
+        return False
+    for info in raster.values():
+        if not isinstance(info, dict) or not isinstance(info.get("rows"), list):
+            return False
+        for row in info["rows"]:
+            if not isinstance(row, list) or len(row) != 3:
+                return False
+            if not all(isinstance(v, int) and not isinstance(v, bool) for v in row):
+                return False
+        box = info.get("box")
+        if box is not None and not (
+            isinstance(box, list) and len(box) == 4 and all(_finite(v) for v in box)
+        ):
+            return False
+    return True
 
 
 def figure_svgs(
     analysis: RunAnalysis, *, controller: str | None = None, episode: int | None = None
 ) -> tuple[dict[str, str], dict[str, Any], bool]:
-    """The run's figures as SVG text, with their index; drawn only when not already there.
+    """The run's figures as SVG elements safe to inline, with their index; drawn only when needed.
+
+    The figures under RUNDIR/figures are reused when drawn for these options,
+    no older than the run's files, listed in an index the code could have
+    written (``valid_index``) and parsed as SVG; otherwise they are drawn
+    afresh.  Either way every SVG goes through ``inline_svg``: a file in a
+    shared run directory is never trusted.
 
     Returns:
-        (SVG text per figure stem, the figure index, whether they were drawn now).
+        (the inline SVG per figure stem, the figure index, whether they were drawn now).
     """
     folder = analysis.path / FIGURE_DIR
     options = {"controller": controller, "episode": episode}
+    names = [*analysis.controllers, *analysis.traces]  # the raster's panels are of these
     index = read_index(folder)
     # the files the figures are drawn from: figures older than any of them are stale
     sources = [analysis.path / name for name in (SPEC_FILE, EPISODES_FILE, STEPS_FILE)]
     newest = max((f.stat().st_mtime for f in sources if f.is_file()), default=0.0)
 
-    def fresh(ix: dict[str, Any] | None) -> bool:
-        if ix is None or ix.get("options") != options:
-            return False
-        files = [folder / f"{stem}.svg" for stem in ix.get("figures", [])]
-        if not files or not all(f.is_file() for f in files):
-            return False
-        return min(f.stat().st_mtime for f in files) >= newest
+    def reused(ix: dict[str, Any] | None) -> dict[str, str] | None:
+        if ix is None or ix.get("options") != options or not valid_index(ix, names):
+            return None
+        files = [folder / f"{stem}.svg" for stem in ix["figures"]]
+        if not all(f.is_file() and f.stat().st_size <= SVG_CEILING for f in files):
+            return None
+        if min(f.stat().st_mtime for f in files) < newest:
+            return None
+        try:
+            return {f.stem: inline_svg(f.read_text("utf-8"), f.stem) for f in files}
+        except (OSError, ValueError):  # damaged, or not an SVG: drawn afresh
+            return None
 
-    drawn = False
-    if not fresh(index):
+    svgs = reused(index)
+    drawn = svgs is None
+    if svgs is None:
         write_figures(analysis, folder, controller=controller, episode=episode)
         index = read_index(folder)
-        drawn = True
+        if index is None or not valid_index(index, names):
+            raise RuntimeError(f"{folder}: the figures just drawn have no usable index")
+        svgs = {
+            stem: inline_svg((folder / f"{stem}.svg").read_text("utf-8"), stem)
+            for stem in index["figures"]
+        }
     assert index is not None
-    svgs = {stem: (folder / f"{stem}.svg").read_text("utf-8") for stem in index.get("figures", [])}
     return svgs, index, drawn
 
 
@@ -299,9 +617,36 @@ def _metrics(analysis: RunAnalysis) -> dict[str, dict[str, Any]]:
     return out
 
 
+# JSON inside <script>: no character that could end the element, open a comment or break
+# a line of script; JSON.parse reads the escapes back
+_JSON_ESCAPES = {
+    ord("<"): "\\u003c",
+    ord(">"): "\\u003e",
+    ord("&"): "\\u0026",
+    0x2028: "\\u2028",
+    0x2029: "\\u2029",
+}
+
+
 def _json_script(element_id: str, data: Any) -> str:
-    text = orjson.dumps(data).decode().replace("</", "<\\/")
-    return f"<script type='application/json' id='{element_id}'>{text}</script>"
+    """``data`` as a ``<script type="application/json">`` block the page reads with JSON.parse."""
+    text = orjson.dumps(data).decode().translate(_JSON_ESCAPES)
+    return f'<script type="application/json" id="{html.escape(element_id)}">{text}</script>'
+
+
+def content_security_policy(script: str) -> str:
+    """The page's policy: only ``script`` (the text of its one script element) runs.
+
+    No inline event handler, no ``javascript:`` address, no script, object,
+    frame, font or style sheet from anywhere; images only as ``data:`` (the
+    raster pixels inside the SVG figures); inline styles stay (the figures are
+    drawn with them).
+    """
+    digest = base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode()
+    return (
+        f"default-src 'none'; script-src 'sha256-{digest}'; style-src 'unsafe-inline'; "
+        "img-src data:; object-src 'none'; base-uri 'none'; form-action 'none'"
+    )
 
 
 def _table_html(tables: Iterable[Any]) -> str:
@@ -351,9 +696,13 @@ def render_report(
         ("report written", when),
         ("run directory", str(analysis.path.resolve())),
     ]
+    script = f"\n{asset('report.js')}"  # the one script that runs: the policy names its hash
+    assert "</script" not in script.lower()
     parts = [
         "<!DOCTYPE html>",
         "<html lang='en'><head><meta charset='utf-8'>",
+        # the policy is made of quotes, keywords and base64: nothing to escape
+        f'<meta http-equiv="Content-Security-Policy" content="{content_security_policy(script)}">',
         "<meta name='viewport' content='width=device-width, initial-scale=1'>",
         f"<title>opar-sim report: {html.escape(name)}</title>",
         f"<style>\n{asset('report.css')}</style></head><body>",
@@ -390,10 +739,10 @@ def render_report(
         )
     )
     parts.append("<h2>Figures</h2>")
-    for stem, svg in svgs.items():
-        caption = index.get("captions", {}).get(stem) or CAPTIONS.get(stem, stem)
+    for stem, svg in svgs.items():  # known stems (valid_index), SVGs rewritten (inline_svg)
+        caption = CAPTIONS[stem]
         parts.append(
-            f"<figure id='fig-{stem}'>{inline_svg(svg, stem)}"
+            f"<figure id='fig-{html.escape(stem)}'>{svg}"
             f"<figcaption><b>{html.escape(stem)}.</b> {html.escape(caption)}</figcaption>"
             "</figure>"
         )
@@ -411,7 +760,7 @@ def render_report(
         parts.append("<p>spec.json is missing or unreadable.</p>")
     parts.append("<div id='tip' role='tooltip'></div>")
     parts.append(_json_script("report-data", data))
-    parts.append(f"<script>\n{asset('report.js')}</script>")
+    parts.append(f"<script>{script}</script>")
     parts.append("</body></html>\n")
     return "\n".join(parts)
 

@@ -1,31 +1,61 @@
 (function () {
   'use strict';
+  // Every string below comes from a run directory someone may have shared: it is only ever
+  // set as text (textContent, a text node, a property) or as the value of an attribute that
+  // is not an address or a handler, never parsed as HTML.  No innerHTML with data.
   const D = JSON.parse(document.getElementById('report-data').textContent);
   const S = D.strings;
-  const str = (i) => (i === null || i === undefined ? '' : S[i]);
-  const esc = (s) => String(s).replace(/[&<>"']/g, (c) => ({'&': '&amp;', '<': '&lt;',
-    '>': '&gt;', '"': '&quot;', "'": '&#39;'}[c]));
+  const str = (i) => (i === null || i === undefined ? '' : String(S[i]));
   const fmt = (x, d) => (x === null || x === undefined ? '–' : Number(x).toFixed(d));
   const pct = (x) => (x === null || x === undefined ? '–' : (100 * x).toFixed(1) + ' %');
+  const num = (x) => (typeof x === 'number' && isFinite(x) ? x : null);
+  const own = (obj, key) => obj !== null && typeof obj === 'object' && Object.prototype.hasOwnProperty.call(obj, key);
+  const get = (obj, key) => (own(obj, key) ? obj[key] : undefined);
+  const COLOR = /^#[0-9a-fA-F]{3,8}$/;
+  const color = (c, fallback) => (typeof c === 'string' && COLOR.test(c) ? c : fallback);
   const tip = document.getElementById('tip');
   const hidden = new Set();
+  const controllers = (D.controllers || []).map(String);
+
+  // an element: props set as properties or attributes, children appended as nodes or text
+  function h(tag, props, ...children) {
+    const e = document.createElement(tag);
+    for (const [k, v] of Object.entries(props || {})) {
+      if (k === 'class') e.className = v; else e.setAttribute(k, v);
+    }
+    for (const c of children.flat()) if (c !== null && c !== undefined) e.append(c);
+    return e;
+  }
+  const br = () => document.createElement('br');
+  // text lines separated by <br>: each line is a list of nodes or strings
+  const lines = (...ls) => ls.flatMap((l, i) => (i ? [br(), ...[].concat(l)] : [].concat(l)));
 
   // ---- controllers: toggled from the legend bar in every figure
+  // an artist's id is <figure>-ctl--<controller>--<what>, a raster panel's <figure>-raster--<controller>
   const byController = (name) => document.querySelectorAll(
-    '[id*="-ctl--' + name + '--"], [id$="-raster--' + name + '"]');
+    '[id*="-ctl--' + CSS.escape(name) + '--"], [id$="-raster--' + CSS.escape(name) + '"]');
+  function controllerOf(id) {
+    const at = id.indexOf('-ctl--');
+    if (at < 0) return null;
+    const rest = id.slice(at + 6);
+    let best = null;  // the longest name that fits: a name may hold "--"
+    for (const name of controllers) {
+      if (rest.startsWith(name + '--') && (best === null || name.length > best.length)) best = name;
+    }
+    return best;
+  }
   function applyHidden() {
-    for (const name of D.controllers) {
+    for (const name of controllers) {
       for (const el of byController(name)) el.style.opacity = hidden.has(name) ? '0.08' : '';
     }
     renderEpisodes();
   }
   const legend = document.getElementById('legend');
-  for (const name of D.controllers) {
-    const b = document.createElement('button');
-    b.type = 'button';
-    b.setAttribute('aria-pressed', 'true');
+  for (const name of controllers) {
+    const dot = h('i');
+    dot.style.background = color(get(D.colors, name), '#888');
+    const b = h('button', {type: 'button', 'aria-pressed': 'true'}, dot, name);
     b.dataset.controller = name;
-    b.innerHTML = '<i style="background:' + D.colors[name] + '"></i>' + esc(name);
     b.addEventListener('click', () => {
       if (hidden.has(name)) hidden.delete(name); else hidden.add(name);
       b.setAttribute('aria-pressed', hidden.has(name) ? 'false' : 'true');
@@ -35,20 +65,19 @@
   }
 
   // ---- tool tips over the figures
-  function showTip(ev, text) {
-    tip.innerHTML = text;
+  function showTip(ev, nodes) {
+    tip.replaceChildren(...nodes);
     tip.style.display = 'block';
     tip.style.left = Math.min(ev.clientX + 12, window.innerWidth - 260) + 'px';
     tip.style.top = (ev.clientY + 12) + 'px';
   }
   const hideTip = () => { tip.style.display = 'none'; };
   function controllerTip(name) {
-    const m = D.metrics[name];
-    if (!m) return esc(name);
-    return '<b>' + esc(name) + '</b><br>success ' + pct(m.success) + ' (' + pct(m.low) + '–' +
-      pct(m.high) + ')<br>tokens/episode ' + fmt(m.tokens, 0) + '<br>steps ' + fmt(m.steps, 1) +
-      ', REPLANs ' + fmt(m.replans, 2) + '<br>premature ' + pct(m.premature) +
-      '<br>n = ' + m.n + ' episodes';
+    const m = get(D.metrics, name);
+    if (!m) return [name];
+    return lines(h('b', null, name), 'success ' + pct(m.success) + ' (' + pct(m.low) + '–' + pct(m.high) + ')',
+      'tokens/episode ' + fmt(m.tokens, 0), 'steps ' + fmt(m.steps, 1) + ', REPLANs ' + fmt(m.replans, 2),
+      'premature ' + pct(m.premature), 'n = ' + m.n + ' episodes');
   }
   function figureFraction(svg, ev) {
     const r = svg.getBoundingClientRect();
@@ -56,9 +85,9 @@
   }
   function rasterHit(svg, ev) {
     const [fx, fy] = figureFraction(svg, ev);
-    for (const [name, info] of Object.entries(D.raster)) {
-      if (!info.box) continue;
-      const [x0, y0, w, h] = info.box;
+    for (const [name, info] of Object.entries(D.raster || {})) {
+      if (!info || !Array.isArray(info.box) || !Array.isArray(info.rows) || !info.rows.length) continue;
+      const [x0, y0, w, h] = info.box.map(Number);
       if (fx >= x0 && fx <= x0 + w && fy >= y0 && fy <= y0 + h) {
         const row = Math.min(info.rows.length - 1, Math.floor((y0 + h - fy) / h * info.rows.length));
         const [e, t, a] = info.rows[row];
@@ -72,11 +101,11 @@
     svg.addEventListener('mousemove', (ev) => {
       if (raster) {
         const key = rasterHit(svg, ev);
-        if (key) { showTip(ev, episodeTip(key) + '<br><i>click to open its trace</i>'); return; }
+        if (key) { showTip(ev, lines(episodeTip(key), h('i', null, 'click to open its trace'))); return; }
       }
       const el = ev.target.closest('[id*="-ctl--"]');
-      if (el) {
-        const name = el.id.split('-ctl--')[1].split('--')[0];
+      const name = el ? controllerOf(el.id) : null;
+      if (name !== null) {
         showTip(ev, controllerTip(name));
         if (svg.dataset.fig === 'pareto') highlight(name);
         return;
@@ -99,14 +128,13 @@
       }
     }
     for (const el of document.querySelectorAll('#fig-pareto [id*="-ctl--"]')) {
-      const mine = el.id.split('-ctl--')[1].split('--')[0];
-      el.style.filter = name !== null && mine === name ? 'drop-shadow(0 0 3px #000)' : '';
+      el.style.filter = name !== null && controllerOf(el.id) === name ? 'drop-shadow(0 0 3px #000)' : '';
     }
   }
   if (comparison) {
     for (const tr of comparison.tBodies[0].rows) {
       const name = tr.cells[0].textContent.trim();
-      if (!(name in D.metrics)) continue;
+      if (!own(D.metrics, name)) continue;
       tr.style.cursor = 'pointer';
       tr.title = 'show ' + name + ' in the Pareto plot';
       tr.addEventListener('mouseenter', () => highlight(name));
@@ -120,32 +148,41 @@
   }
 
   // ---- episodes
-  const episodes = D.episodes.map((r) => ({key: r[0], outcome: str(r[1]), success: r[2] === 1,
+  const episodes = D.episodes.map((r) => ({key: String(r[0]), outcome: str(r[1]), success: r[2] === 1,
     steps: r[3], tokens: r[4], sim: r[5]}));
   const byKey = new Map(episodes.map((e) => [e.key, e]));
-  const parts = (key) => { const p = key.split('|'); return {c: p[0], e: p[1], t: p[2], a: p[3]}; };
+  // a key is controller|episode|trial|attempt; the controller's name may itself hold "|"
+  const parts = (key) => {
+    const p = String(key).split('|');
+    const tail = p.length >= 4 ? p.splice(p.length - 3, 3) : ['', '', ''];
+    return {c: p.join('|'), e: tail[0], t: tail[1], a: tail[2]};
+  };
   function episodeTip(key) {
     const ep = byKey.get(key); const p = parts(key);
-    return '<b>' + esc(p.c) + '</b>, episode ' + p.e + (p.t !== '1' ? ' trial ' + p.t : '') +
-      (ep ? '<br>' + esc(ep.outcome) + ', ' + ep.steps + ' steps, ' + ep.tokens + ' tokens' : '');
+    const head = [h('b', null, p.c), ', episode ' + p.e + (p.t !== '1' ? ' trial ' + p.t : '')];
+    return ep ? lines(head, ep.outcome + ', ' + ep.steps + ' steps, ' + ep.tokens + ' tokens') : head;
   }
   const filter = document.getElementById('episode-filter');
   const outcomes = [...new Set(episodes.map((e) => e.outcome))].sort();
-  filter.innerHTML = 'outcome <select id="outcome-filter"><option value="">all</option>' +
-    outcomes.map((o) => '<option>' + esc(o) + '</option>').join('') + '</select> ' +
-    '<span id="episode-count"></span>';
-  filter.querySelector('select').addEventListener('change', renderEpisodes);
+  const select = h('select', {id: 'outcome-filter'}, h('option', {value: ''}, 'all'),
+    outcomes.map((o) => { const opt = h('option', null, o); opt.value = o; return opt; }));
+  filter.replaceChildren('outcome ', select, ' ', h('span', {id: 'episode-count'}));
+  select.addEventListener('change', renderEpisodes);
+  const episodeHead = h('thead', null, h('tr', null, ['controller', 'episode', 'trial', 'outcome', 'steps',
+    'tokens', 'simulated s'].map((c) => h('th', null, c))));
   function renderEpisodes() {
-    const want = document.getElementById('outcome-filter').value;
+    const want = select.value;
     const shown = episodes.filter((e) => !hidden.has(parts(e.key).c) && (!want || e.outcome === want));
     document.getElementById('episode-count').textContent = shown.length + ' episodes';
-    const rows = shown.map((e) => { const p = parts(e.key);
-      return '<tr data-key="' + esc(e.key) + '"><td>' + esc(p.c) + '</td><td>' + p.e + '</td><td>' +
-        p.t + '</td><td>' + esc(e.outcome) + '</td><td>' + e.steps + '</td><td>' + e.tokens +
-        '</td><td>' + fmt(e.sim, 1) + '</td></tr>'; }).join('');
-    document.getElementById('episode-list').innerHTML = '<table><thead><tr><th>controller</th>' +
-      '<th>episode</th><th>trial</th><th>outcome</th><th>steps</th><th>tokens</th>' +
-      '<th>simulated s</th></tr></thead><tbody>' + rows + '</tbody></table>';
+    const body = h('tbody');
+    for (const e of shown) {
+      const p = parts(e.key);
+      const tr = h('tr', null, [p.c, p.e, p.t, e.outcome, String(e.steps), String(e.tokens), fmt(e.sim, 1)]
+        .map((c) => h('td', null, c)));
+      tr.dataset.key = e.key;
+      body.appendChild(tr);
+    }
+    document.getElementById('episode-list').replaceChildren(h('table', null, episodeHead, body));
   }
   document.getElementById('episode-list').addEventListener('click', (ev) => {
     const tr = ev.target.closest('tr[data-key]');
@@ -153,61 +190,71 @@
   });
 
   // ---- the trace viewer
+  const SVG = 'http://www.w3.org/2000/svg';
+  function s(tag, attrs, text) {
+    const e = document.createElementNS(SVG, tag);
+    for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, v);
+    if (text !== undefined) e.textContent = text;
+    return e;
+  }
   function chart(steps, series, yMax, marks, yMin = 0) {
     const W = 760, H = 170, L = 44, R = 10, T = 10, B = 28;
     const n = Math.max(1, steps.length);
     const x = (i) => L + (W - L - R) * (n === 1 ? 0.5 : i / (n - 1));
     const y = (v) => T + (H - T - B) * (1 - (Math.max(yMin, Math.min(v, yMax)) - yMin) / (yMax - yMin));
-    let out = '<svg viewBox="0 0 ' + W + ' ' + H + '" role="img">';
-    for (const [i, s] of marks) {
-      out += '<rect x="' + (x(i) - 4) + '" y="' + T + '" width="8" height="' + (H - T - B) +
-        '" fill="' + (s === 'replan' ? '#e6550d' : '#08519c') + '" opacity="0.25"/>';
+    const out = s('svg', {viewBox: '0 0 ' + W + ' ' + H, role: 'img'});
+    for (const [i, sig] of marks) {
+      out.append(s('rect', {x: x(i) - 4, y: T, width: 8, height: H - T - B,
+        fill: sig === 'replan' ? '#e6550d' : '#08519c', opacity: '0.25'}));
     }
     const tick = (yMax - yMin) / 0.25 > 8 ? 0.5 : 0.25;  // round tick values
     for (let v = Math.ceil(yMin / tick) * tick; v <= yMax + 1e-9; v += tick) {
-      out += '<line x1="' + L + '" x2="' + (W - R) + '" y1="' + y(v) + '" y2="' + y(v) +
-        '" stroke="#ddd"/><text x="' + (L - 4) + '" y="' + (y(v) + 4) +
-        '" font-size="10" text-anchor="end">' + v.toFixed(2) + '</text>';
+      out.append(s('line', {x1: L, x2: W - R, y1: y(v), y2: y(v), stroke: '#ddd'}),
+        s('text', {x: L - 4, y: y(v) + 4, 'font-size': 10, 'text-anchor': 'end'}, v.toFixed(2)));
     }
-    steps.forEach((s, i) => { if (n <= 25 || i % Math.ceil(n / 20) === 0) out += '<text x="' + x(i) +
-      '" y="' + (H - B + 14) + '" font-size="10" text-anchor="middle">' + s + '</text>'; });
-    out += '<text x="' + (W / 2) + '" y="' + (H - 2) + '" font-size="10" text-anchor="middle">' +
-      'loop iteration (step)</text>';
-    let ly = T + 4;
-    for (const s of series) {
-      const pts = (s.values || []).map((v, i) => (v === null ? null : x(i) + ',' + y(v)))
-        .filter((p) => p !== null);
-      if (s.flat !== undefined) {
-        out += '<line x1="' + L + '" x2="' + (W - R) + '" y1="' + y(s.flat) + '" y2="' + y(s.flat) +
-          '" stroke="' + s.color + '" stroke-dasharray="6 3"/>';
-      } else {
-        out += '<polyline fill="none" stroke="' + s.color + '" stroke-width="2" points="' +
-          pts.join(' ') + '"' + (s.dash ? ' stroke-dasharray="5 3"' : '') + '/>';
+    steps.forEach((st, i) => {
+      if (n <= 25 || i % Math.ceil(n / 20) === 0) {
+        out.append(s('text', {x: x(i), y: H - B + 14, 'font-size': 10, 'text-anchor': 'middle'}, String(st)));
       }
-      out += '<text x="' + (W - R - 4) + '" y="' + (ly + 8) + '" font-size="10" text-anchor="end" fill="' +
-        s.color + '">' + esc(s.label) + '</text>';
+    });
+    out.append(s('text', {x: W / 2, y: H - 2, 'font-size': 10, 'text-anchor': 'middle'}, 'loop iteration (step)'));
+    let ly = T + 4;
+    for (const se of series) {
+      const stroke = color(se.color, '#555');
+      if (se.flat !== undefined) {
+        out.append(s('line', {x1: L, x2: W - R, y1: y(se.flat), y2: y(se.flat), stroke: stroke,
+          'stroke-dasharray': '6 3'}));
+      } else {
+        const pts = (se.values || []).map((v, i) => (num(v) === null ? null : x(i) + ',' + y(v)))
+          .filter((p) => p !== null);
+        const line = s('polyline', {fill: 'none', stroke: stroke, 'stroke-width': 2, points: pts.join(' ')});
+        if (se.dash) line.setAttribute('stroke-dasharray', '5 3');
+        out.append(line);
+      }
+      out.append(s('text', {x: W - R - 4, y: ly + 8, 'font-size': 10, 'text-anchor': 'end', fill: stroke},
+        se.label));
       ly += 12;
     }
-    return out + '</svg>';
+    return out;
   }
   function termsCell(tr, i, m) {
     const out = [];
-    for (const [name, col] of Object.entries(tr.terms)) {
-      const v = col[i];
-      if (v === null || v === undefined) continue;
-      let note = '';
+    for (const [name, col] of Object.entries(tr.terms || {})) {
+      const v = Array.isArray(col) ? num(col[i]) : null;
+      if (v === null) continue;
+      const line = [name + ' ' + fmt(v, 3)];
       if (name === 'effort' && m.replan_threshold !== null) {
         const over = v >= m.replan_threshold;
-        note = ' <span class="' + (over ? 'over' : '') + '">' + (over ? '≥' : '<') + ' ' +
-          m.replan_threshold + ' replan</span>';
+        line.push(' ', h('span', {class: over ? 'over' : ''}, (over ? '≥' : '<') + ' ' + m.replan_threshold +
+          ' replan'));
       } else if (name === 'error' && m.settle_band !== null) {
         const inside = v <= m.settle_band;
-        note = ' <span class="' + (inside ? 'in' : '') + '">' + (inside ? '≤' : '>') + ' ' +
-          m.settle_band + ' band</span>';
+        line.push(' ', h('span', {class: inside ? 'in' : ''}, (inside ? '≤' : '>') + ' ' + m.settle_band +
+          ' band'));
       }
-      out.push(esc(name) + ' ' + fmt(v, 3) + note);
+      out.push(line);
     }
-    return out.join('<br>');
+    return lines(...out);
   }
   function counterfactual(replay, step) {
     if (replay.verdict === 'same' || replay.at_step === null || step < replay.at_step) return ['same', false];
@@ -215,73 +262,86 @@
     const signal = replay.verdict === 'stop' ? 'TERMINATE' : String(replay.verdict).toUpperCase();
     return [signal + ' ← first divergence' + (replay.outcome ? ' (' + replay.outcome + ')' : ''), true];
   }
+  const ROW_CLASS = /^[a-z][a-z_]*$/;  // a signal becomes a row's class only when it is a plain word
   function openTrace(key) {
-    const tr = D.traces[key];
+    key = String(key);
+    const tr = get(D.traces, key);
     const ep = byKey.get(key);
     const p = parts(key);
     const box = document.getElementById('trace');
     box.dataset.key = key;
-    if (!tr) { box.innerHTML = '<p>No steps recorded for this episode.</p>'; return; }
-    const m = D.metrics[p.c] || {replan_threshold: null, settle_band: null};
-    const replays = D.replays[key] || [];
+    if (!tr) { box.replaceChildren(h('p', null, 'No steps recorded for this episode.')); return; }
+    const m = get(D.metrics, p.c) || {replan_threshold: null, settle_band: null};
+    const replays = get(D.replays, key) || [];
     const n = tr.st.length;
     // steps.jsonl holds the episode's tokens so far: the step's own are the difference
-    const tokens = (i) => (tr.tok[i] === null ? '–' : (i > 0 && tr.ag[i] === tr.ag[i - 1] && tr.tok[i - 1] !== null
-      ? tr.tok[i] - tr.tok[i - 1] : tr.tok[i]) + '<br><small>Σ ' + tr.tok[i] + '</small>');
-    const marks = tr.sig.map((s, i) => [i, str(s)]).filter(([, s]) => s === 'replan' || s === 'terminate');
-    let html = '<p class="kv"><b>' + esc(p.c) + '</b>, episode ' + p.e + ', trial ' + p.t +
-      (p.a !== '1' ? ', attempt ' + p.a : '') + (ep ? ': <b>' + esc(ep.outcome) + '</b>, ' + ep.steps +
-      ' steps, ' + ep.tokens + ' tokens, ' + fmt(ep.sim, 1) + ' simulated s' : '') + '</p>';
-    html += chart(tr.st, [
+    const tokens = (i) => (tr.tok[i] === null ? ['–'] : [String(i > 0 && tr.ag[i] === tr.ag[i - 1] &&
+      tr.tok[i - 1] !== null ? tr.tok[i] - tr.tok[i - 1] : tr.tok[i]), br(), h('small', null, 'Σ ' + tr.tok[i])]);
+    const marks = tr.sig.map((sg, i) => [i, str(sg)]).filter(([, sg]) => sg === 'replan' || sg === 'terminate');
+    const content = [];
+    content.push(h('p', {class: 'kv'}, h('b', null, p.c), ', episode ' + p.e + ', trial ' + p.t +
+      (p.a !== '1' ? ', attempt ' + p.a : ''), ...(ep ? [': ', h('b', null, ep.outcome), ', ' + ep.steps +
+      ' steps, ' + ep.tokens + ' tokens, ' + fmt(ep.sim, 1) + ' simulated s'] : [])));
+    content.push(chart(tr.st, [
       {label: 'hidden progress p', values: tr.p, color: '#555'},
-      {label: "agent's estimate δ_task", values: tr.d, color: D.colors[p.c] || '#1f77b4', dash: true},
-    ], 1.0, marks);
+      {label: "agent's estimate δ_task", values: tr.d, color: color(get(D.colors, p.c), '#1f77b4'), dash: true},
+    ], 1.0, marks));
     const termSeries = [];
-    const palette = {p: '#1f77b4', i: '#ff7f0e', d: '#9467bd', effort: '#000', error: '#d62728'};
+    const palette = new Map([['p', '#1f77b4'], ['i', '#ff7f0e'], ['d', '#9467bd'], ['effort', '#000'],
+      ['error', '#d62728']]);
     let yMax = 1.0, yMin = 0.0;
-    for (const [name, col] of Object.entries(tr.terms)) {
-      if (!(name in palette)) continue;
-      termSeries.push({label: name, values: col, color: palette[name]});
-      for (const v of col) if (v !== null) { yMax = Math.max(yMax, v); yMin = Math.min(yMin, v); }
+    for (const [name, col] of Object.entries(tr.terms || {})) {
+      if (!palette.has(name) || !Array.isArray(col)) continue;
+      termSeries.push({label: name, values: col, color: palette.get(name)});
+      for (const v of col) if (num(v) !== null) { yMax = Math.max(yMax, v); yMin = Math.min(yMin, v); }
     }
-    if (m.replan_threshold !== null && 'effort' in tr.terms) {
+    if (m.replan_threshold !== null && own(tr.terms, 'effort')) {
       termSeries.push({label: 'REPLAN threshold ' + m.replan_threshold, flat: m.replan_threshold, color: '#b30000'});
       yMax = Math.max(yMax, m.replan_threshold * 1.1);
     }
     if (termSeries.length) {
-      html += chart(tr.st, termSeries, Math.ceil(yMax * 4) / 4, marks, Math.floor(yMin * 4) / 4);
+      content.push(chart(tr.st, termSeries, Math.ceil(yMax * 4) / 4, marks, Math.floor(yMin * 4) / 4));
     }
     const cols = ['step', 'sim. s', 'action', 'observation', 'tool result', 'δ_task / hidden p',
       'controller terms', 'recorded decision: reason', 'tokens (Σ so far)',
-      ...replays.map((r) => esc(r.controller) + ' (replay: counterfactual)')];
+      ...replays.map((r) => r.controller + ' (replay: counterfactual)')];
     const widths = [4, 5, 14, 12, 13, 7, 16, 13, 7, ...replays.map(() => 9)];
-    html += '<div class="table"><table><colgroup>' + widths.map((w) => '<col style="width:' + w + '%">').join('') +
-      '</colgroup><thead><tr>' + cols.map((c) => '<th>' + c + '</th>').join('') + '</tr></thead><tbody>';
+    const colgroup = h('colgroup', null, widths.map((w) => { const c = h('col'); c.style.width = w + '%'; return c; }));
+    const body = h('tbody');
     for (let i = 0; i < n; i++) {
       const sig = str(tr.sig[i]);
-      let row = '';
+      const cells = [];
       let diverge = false;
       for (const r of replays) {
         const [text, first] = counterfactual(r, tr.st[i]);
         diverge = diverge || first;
-        row += '<td class="' + (first ? 'cf' : '') + '">' + esc(text) + '</td>';
+        cells.push(h('td', {class: first ? 'cf' : ''}, text));
       }
       const err = str(tr.err[i]);
-      const agent = str(tr.ag[i]) !== str(tr.ag[0]) ? '[' + esc(str(tr.ag[i])) + '] ' : '';
-      html += '<tr class="' + sig + (diverge ? ' diverge' : '') + '"><td class="n">' + tr.st[i] + '</td><td class="n">' +
-        fmt(tr.t[i], 1) + '</td><td>' + agent + esc(str(tr.act[i])) + '</td><td>' + esc(str(tr.obs[i])) + '</td><td>' +
-        esc(str(tr.res[i])) + (err ? ' <span class="over">[' + esc(err) + ']</span>' : '') + '</td><td class="n">' +
-        fmt(tr.d[i], 3) + ' / ' + fmt(tr.p[i], 3) + '</td><td>' + termsCell(tr, i, m) + '</td><td><b>' +
-        esc(sig.toUpperCase()) + '</b>: ' + esc(str(tr.rsn[i])) + '</td><td class="n">' + tokens(i) +
-        '</td>' + row + '</tr>';
+      const agent = str(tr.ag[i]) !== str(tr.ag[0]) ? '[' + str(tr.ag[i]) + '] ' : '';
+      const row = h('tr', null,
+        h('td', {class: 'n'}, String(tr.st[i])),
+        h('td', {class: 'n'}, fmt(tr.t[i], 1)),
+        h('td', null, agent + str(tr.act[i])),
+        h('td', null, str(tr.obs[i])),
+        h('td', null, str(tr.res[i]), ...(err ? [' ', h('span', {class: 'over'}, '[' + err + ']')] : [])),
+        h('td', {class: 'n'}, fmt(tr.d[i], 3) + ' / ' + fmt(tr.p[i], 3)),
+        h('td', null, termsCell(tr, i, m)),
+        h('td', null, h('b', null, sig.toUpperCase()), ': ' + str(tr.rsn[i])),
+        h('td', {class: 'n'}, tokens(i)),
+        cells);
+      if (ROW_CLASS.test(sig)) row.classList.add(sig);
+      if (diverge) row.classList.add('diverge');
+      body.appendChild(row);
     }
-    html += '</tbody></table></div>';
+    content.push(h('div', {class: 'table'}, h('table', null, colgroup,
+      h('thead', null, h('tr', null, cols.map((c) => h('th', null, c)))), body)));
     if (replays.length) {
-      html += '<p class="hint">Replay: the recorded decision against what each replayed controller would ' +
-        'have decided on the same record; the framed row is the first divergence, after which the ' +
-        'trajectory is unknown.</p>';
+      content.push(h('p', {class: 'hint'}, 'Replay: the recorded decision against what each replayed ' +
+        'controller would have decided on the same record; the framed row is the first divergence, after ' +
+        'which the trajectory is unknown.'));
     }
-    box.innerHTML = html;
+    box.replaceChildren(...content);
     document.getElementById('trace-title').textContent = 'Episode trace: ' + p.c + ', episode ' + p.e;
     if (location.hash !== '#episode=' + encodeURIComponent(key)) {
       history.replaceState(null, '', '#episode=' + encodeURIComponent(key));
@@ -290,6 +350,10 @@
   }
   renderEpisodes();
   const m = /^#episode=(.+)$/.exec(location.hash);
-  if (m) openTrace(decodeURIComponent(m[1]));
+  if (m) {
+    let key = null;
+    try { key = decodeURIComponent(m[1]); } catch (e) { key = null; }  // a malformed link opens nothing
+    if (key !== null) openTrace(key);
+  }
   window.oparOpenTrace = openTrace;
 })();
