@@ -228,7 +228,7 @@ def _scripts(page: str) -> list[tuple[str, str]]:
 
 
 def test_the_embedded_json_holds_no_raw_markup_characters(planted):
-    from opar_sim.cli.report import _json_script
+    from opar_sim.cli.page_safe import json_script as _json_script
 
     block = _json_script("report-data", {"s": ["</script><!--<script>", "a&b>c", "\u2028\u2029"]})
     body = block.split(">", 1)[1].rsplit("</script>", 1)[0]
@@ -332,7 +332,7 @@ def _parse(svg: str) -> list[tuple[str, dict[str, str]]]:
 
 
 def test_the_svg_sanitiser_keeps_drawing_and_drops_everything_active(base_run):
-    from opar_sim.cli.report import inline_svg
+    from opar_sim.cli.page_safe import inline_svg
 
     out = inline_svg(PLANTED_SVG, "pareto")
     elements = _parse(out)
@@ -377,7 +377,7 @@ def test_the_svg_sanitiser_keeps_drawing_and_drops_everything_active(base_run):
     ],
 )
 def test_the_svg_sanitiser_refuses_entities_and_what_is_not_an_svg(text):
-    from opar_sim.cli.report import inline_svg
+    from opar_sim.cli.page_safe import inline_svg
 
     with pytest.raises(ValueError):
         inline_svg(text, "pareto")
