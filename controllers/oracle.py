@@ -3,7 +3,8 @@
 No real controller can see the hidden state; this one is declared to read it
 (``TruthReader``: the loop hands it the episode's truth probe).  It is a
 strong hidden-state heuristic, not a bound: other laws still succeed on some
-episodes where it fails (opar-sim has no Bayes-optimal law yet).  It
+episodes where it fails (and ``bayes``, the Bayes decision on an approximate model
+of the loop, is a second reference law, not a bound either).  It
 stops exactly when the task is complete, gives up exactly when the task is
 infeasible, and replans when the current plan is bad: its *effective*
 quality — the chance the agent's next step is the expert's action, context

@@ -259,6 +259,7 @@ def _execute(
 
 # --- the studies (opar_sim.studies), one protocol each: tune, shootout, refit, claims ---------
 
+from opar_sim.studies.claim_recheck import RecheckResult, recheck  # noqa: E402
 from opar_sim.studies.claims import ClaimsBudget, ClaimsResult, claims  # noqa: E402
 from opar_sim.studies.contender import Budget as ShootoutBudget  # noqa: E402
 from opar_sim.studies.gains import TuneResult  # noqa: E402
@@ -280,6 +281,7 @@ __all__ += [
     "shootout",
     "tune",
 ]
+__all__ += ["RecheckResult", "recheck"]  # the claims' confirmatory re-check on fresh seeds
 
 
 # --- the studies (opar_sim.studies), one protocol each: ablation, sprt, detectors, relay, memory

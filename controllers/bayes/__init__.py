@@ -1,4 +1,7 @@
-"""The Bayes-optimal Reflect law for the simulated noisy expert (docs/bayes.md).
+"""``bayes``: the Bayes decision on an approximate model of the loop (docs/bayes.md).
+
+It is optimal for its model, not for the simulator: its difference to another law can be
+negative.
 
 The law plans with a small POMDP of the loop built from the spec's own parameters
 (``model``), solves it once per parameter set by backward induction with point-based

@@ -148,7 +148,7 @@ FITTED: dict[str, float] = {
 
 
 class BayesReflector:
-    """Bayes-optimal on the model: the decision of highest expected objective given the belief.
+    """The Bayes decision on an approximate model of the loop: highest expected objective.
 
     Its parameters are the model's task structure and discretisation (the rest
     comes from the spec): ``stages``, ``productive_base``, ``productive_gain``,
@@ -281,7 +281,7 @@ class BayesReflector:
 
     @property
     def model(self) -> BayesModel:
-        """The model the law is optimal for."""
+        """The model whose Bayes decision the law takes (an approximation of the task)."""
         if self._model is None:
             self._model = model_from(self._info, self.overrides)
         return self._model

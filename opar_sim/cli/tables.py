@@ -57,9 +57,9 @@ def comparison_table(analysis: RunAnalysis) -> TextTable:
     against_bayes = analysis.regret_to("bayes") if analysis.has_bayes else {}
     voi = analysis.value_of_information()
     if analysis.has_bayes:
-        columns.append("regret vs bayes (pp)")
+        columns.append("difference to bayes (can be negative)")
     if voi is not None:
-        columns.append("VoI (pp)")
+        columns.append("oracle − bayes (two reference laws)")
     rows = []
     for name, m in analysis.controllers.items():
         s = m.success
@@ -106,13 +106,14 @@ def comparison_table(analysis: RunAnalysis) -> TextTable:
         )
     if analysis.has_bayes:
         notes.append(
-            "regret vs bayes: the Bayes-optimal law's success minus this controller's (what a "
-            "better law reading only the observations could still win, on bayes's model)"
+            "difference to bayes: bayes's success minus this controller's, percentage points, "
+            "paired, bootstrap 95% interval; bayes is the Bayes decision on an approximate "
+            "model of the loop, not a bound, so the difference can be negative"
         )
     if voi is not None:
         notes.append(
-            "VoI: regret vs oracle minus regret vs bayes = oracle's success minus bayes's, the "
-            "same for every controller: what reading the hidden state is worth"
+            "oracle − bayes: the oracle's success minus bayes's in percentage points (the "
+            "same for every controller): the gap between two reference laws, neither a bound"
         )
     return TextTable(_title(analysis, "controllers compared"), columns, rows, notes)
 

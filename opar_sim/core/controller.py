@@ -5,9 +5,10 @@ A controller reads the agent's evaluation and what the loop tells it
 ``Decision``.  The hidden ground truth is not in the context: a law that is
 declared to need it (the oracle) implements ``TruthReader`` and is handed a
 ``TruthProbe`` by the loop.  A law that plans with the experiment's own
-generative model (the Bayes-optimal law) implements ``ModelReader`` and is
-handed the ``ModelInfo`` of its spec when it is built: the parameters of the
-model, never the hidden state of an episode.
+generative model (``bayes``, the Bayes decision on an approximate model of the
+loop) implements ``ModelReader`` and is handed the ``ModelInfo`` of its spec
+when it is built: the parameters of the model, never the hidden state of an
+episode.
 """
 
 from __future__ import annotations

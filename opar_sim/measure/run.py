@@ -48,7 +48,7 @@ from opar_sim.rundir.columns import (
 from opar_sim.rundir.frames import to_frame
 from opar_sim.spec.schema import ExperimentSpec
 
-BAYES = "bayes"  # the Bayes-optimal law: the ceiling of laws that read only the observations
+BAYES = "bayes"  # the Bayes decision on an approximate model of the loop: a reference, no ceiling
 
 
 @dataclass
@@ -91,7 +91,7 @@ class RunAnalysis:
 
     @property
     def has_bayes(self) -> bool:
-        """Whether the run includes the Bayes-optimal law (regret against the ceiling)."""
+        """Whether the run includes ``bayes`` (differences to it, which can be negative)."""
         return BAYES in self.controllers
 
     def regret_to(self, reference: str, seed: int = 1) -> dict[str, Estimate]:
@@ -118,10 +118,11 @@ class RunAnalysis:
         }
 
     def value_of_information(self, seed: int = 1) -> Estimate | None:
-        """The oracle's success minus bayes's, paired per episode (None without both).
+        """The oracle's success minus bayes's (oracle − bayes), paired (None without both).
 
-        Every controller's regret against the oracle minus its regret against
-        bayes is this same number: what reading the hidden state is worth.
+        Every controller's difference to the oracle minus its difference to bayes is
+        this same number: the gap between two reference laws (neither is a bound, so it
+        is not the value of reading the hidden state).
         """
         if not (self.has_oracle and self.has_bayes):
             return None

@@ -3,9 +3,12 @@
 A ``Claim`` is a sentence of the docs, the arms it compares (a shipped spec with
 dotted-path overrides, and which of its controllers) and a measure: a function of the
 arms' episodes (``ArmData``, keyed by the world each saw) that returns the claimed
-``Value``.  A rate comes with a Wilson interval; a difference of means with a paired
-bootstrap interval (``paired_interval``, seeded by ``BOOTSTRAP_SEED``); a difference of
-success rates also with the exact McNemar test.  The claims themselves are listed in
+``Value``.  A rate comes with a Wilson interval (its exact binomial test against the
+claim's null value is taken by the runner, which knows the null); a difference of means
+with a paired bootstrap interval (``paired_interval``, seeded by ``BOOTSTRAP_SEED``) and
+the paired t test; a difference of success rates with the bootstrap interval and the exact
+McNemar test.  Each ``Value`` names its test and the spread its power needs
+(``opar_sim.measure.power``).  The claims themselves are listed in
 ``opar_sim.studies.claim_registry``; ``opar_sim.studies.claims`` runs them.
 """
 
@@ -18,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from opar_sim.measure.power import t_test_p
 from opar_sim.measure.stats import (
     discordant,
     mcnemar_exact,
@@ -61,13 +65,20 @@ class ArmData:
 
 @dataclass(frozen=True)
 class Value:
-    """A claimed value with its 95 % interval and, for paired successes, McNemar's p."""
+    """A claimed value with its 95 % interval, its test's two-sided p and the test's spread.
+
+    ``test`` is ``"mcnemar"`` (paired success shares; ``spread`` the share of discordant
+    pairs), ``"t"`` (a paired mean difference; ``spread`` the SD of the differences) or
+    ``"binomial"`` (a rate; ``p`` is filled in by the runner against the claim's null).
+    """
 
     value: float
     low: float
     high: float
     n: int
     p: float | None = None
+    test: str = "t"
+    spread: float | None = None
 
 
 @dataclass(frozen=True)
@@ -75,7 +86,9 @@ class Claim:
     """A README sentence and how to check it.
 
     ``null`` and ``direction`` state what the claim asserts: the value is above
-    ``null`` (direction +1) or below it (direction -1).
+    ``null`` (direction +1) or below it (direction -1).  ``exploratory`` says why a
+    claim is not confirmatory on the evaluation seeds (it was restated after its result
+    came in); such a claim is tested and shown apart, and its verdict is "exploratory".
     """
 
     id: str
@@ -85,6 +98,7 @@ class Claim:
     null: float = 0.0
     direction: int = 1
     unit: str = "pts"  # "pts": percentage points (×100), "%": a rate (×100), "": as is
+    exploratory: str = ""  # why, when the claim was stated after its result
 
 
 def _rng() -> np.random.Generator:
@@ -95,11 +109,15 @@ def _paired(a: Mapping[Key, float], b: Mapping[Key, float], *, successes: bool =
     keys = sorted(set(a) & set(b))
     xa, xb = [a[k] for k in keys], [b[k] for k in keys]
     est = paired_interval(xa, xb, _rng())
-    p = None
     if successes:
         only_a, only_b = discordant([bool(x) for x in xa], [bool(x) for x in xb])
-        p = mcnemar_exact(only_a, only_b)
-    return Value(est.mean, est.low, est.high, est.n, p)
+        share = (only_a + only_b) / len(keys) if keys else math.nan
+        return Value(
+            est.mean, est.low, est.high, est.n, mcnemar_exact(only_a, only_b), "mcnemar", share
+        )
+    diffs = [x - y for x, y in zip(xa, xb, strict=True)]
+    sd = float(np.std(diffs, ddof=1)) if len(diffs) > 1 else math.nan
+    return Value(est.mean, est.low, est.high, est.n, t_test_p(diffs), "t", sd)
 
 
 def field_of(name: str, rows: Mapping[Key, dict[str, Any]]) -> dict[Key, float]:
@@ -119,7 +137,7 @@ def rate(arm: str, name: str = "success") -> Callable[[Mapping[str, ArmData]], V
         rows = data[arm].first()
         hits = sum(bool(r[name]) for r in rows.values())
         p = success_rate(hits, len(rows))
-        return Value(p.rate, p.low, p.high, p.n)
+        return Value(p.rate, p.low, p.high, p.n, test="binomial")
 
     return measure
 
@@ -156,7 +174,7 @@ def infeasible_rate(arm: str, label: str) -> Callable[[Mapping[str, ArmData]], V
     def measure(data: Mapping[str, ArmData]) -> Value:
         rows = [r for r in data[arm].first().values() if not r["feasible"]]
         p = success_rate(sum(r["outcome"] == label for r in rows), len(rows))
-        return Value(p.rate, p.low, p.high, p.n)
+        return Value(p.rate, p.low, p.high, p.n, test="binomial")
 
     return measure
 

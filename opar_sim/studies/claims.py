@@ -3,10 +3,15 @@
 A ``Claim`` (``opar_sim.studies.claim_measures``) is the docs' sentence, the shipped
 specs (and overrides) its arms run, and a function that computes the claimed value
 with its 95 % interval from the arms' episodes; ``opar_sim.studies.claim_registry``
-lists them.  This module runs the arms (each distinct spec once per seed) and gives
-each claim its verdict: ``supported`` when the interval lies on the claimed side of
-the null value (and McNemar's p, where there is one, is below 0.05), ``not
-significant`` otherwise.
+lists them.  This module runs the arms (each distinct spec once per seed), tests every
+claim with its two-sided test (exact McNemar for paired success shares, the paired t test
+for paired mean differences, the exact binomial test for a rate against its null value),
+adjusts the p-values by Holm over every claim tested in the run, and gives each claim its
+verdict from the adjusted p: ``supported`` when it is below 0.05 and the estimate lies on
+the claimed side of the null value, ``not significant`` otherwise, and ``exploratory`` for
+a claim restated after its result came in (``Claim.exploratory``: tested, in the Holm
+family, shown apart, never counted as support).  The confirmatory re-check on fresh seeds,
+with episodes planned for 80 % power, is ``opar_sim.studies.claim_recheck``.
 
 Evaluation seeds: spec seeds ``EVAL_SEEDS`` = 0..3, 300 episodes each, pooled
 (a pair is the same episode index under the same spec seed, so every arm saw
@@ -24,12 +29,14 @@ import math
 import os
 import tempfile
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from opar_sim.measure.power import binomial_test_p
+from opar_sim.measure.stats import holm
 from opar_sim.measure.table import TextTable
 from opar_sim.rundir import iter_episodes, iter_steps, write_json
 from opar_sim.running.executors import ExecutorConfig, open_executor
@@ -47,15 +54,19 @@ QUICK_EPISODES = 40
 ALPHA = 0.05
 SUPPORTED = "supported"
 NOT_SIGNIFICANT = "not significant"
+EXPLORATORY = "exploratory"
+CLAIM_COLUMNS = ["id", "claim", "value", "95% CI", "p", "Holm p", "verdict"]
 
 
 @dataclass(frozen=True)
 class ClaimResult:
-    """A checked claim: its value, interval and verdict."""
+    """A checked claim: its value, interval, raw and Holm-adjusted p, and verdict."""
 
     claim: Claim
     value: Value
     verdict: str
+    p: float = math.nan  # the claim's two-sided test
+    p_holm: float = math.nan  # Holm-adjusted over every claim tested in the same run
 
     def as_dict(self) -> dict[str, Any]:
         """The JSON row of claims.json."""
@@ -73,29 +84,67 @@ class ClaimResult:
             "value": self.value.value,
             "ci95": [self.value.low, self.value.high],
             "n": self.value.n,
-            "p": self.value.p,
+            "test": self.value.test,
+            "spread": self.value.spread,
+            "p": self.p,
+            "p_holm": self.p_holm,
+            "exploratory": c.exploratory or None,
             "verdict": self.verdict,
         }
 
 
-def verdict(value: Value, null: float, direction: int, alpha: float = ALPHA) -> str:
-    """``supported`` when the interval (and McNemar's p) backs the claimed direction.
+def verdict(
+    value: Value,
+    null: float,
+    direction: int,
+    p_adjusted: float,
+    alpha: float = ALPHA,
+    exploratory: bool = False,
+) -> str:
+    """The verdict from the Holm-adjusted p and the estimate's side of the null value.
 
     Args:
-        value: The measured value with its interval.
+        value: The measured value.
         null: The value the claim must beat.
         direction: +1: the claim is value > null; -1: value < null.
-        alpha: The significance level of McNemar's test.
+        p_adjusted: The claim's p, Holm-adjusted over the run's claims.
+        alpha: The family-wise level.
+        exploratory: Whether the claim was restated after its result came in.
 
     Returns:
-        ``supported`` or ``not significant``.
+        ``exploratory``, ``supported`` or ``not significant``.
     """
-    if math.isnan(value.low) or math.isnan(value.high):
+    if exploratory:
+        return EXPLORATORY
+    if math.isnan(value.value) or math.isnan(p_adjusted):
         return NOT_SIGNIFICANT
-    side = value.low > null if direction > 0 else value.high < null
-    if value.p is not None and not value.p < alpha:
-        return NOT_SIGNIFICANT
-    return SUPPORTED if side else NOT_SIGNIFICANT
+    side = value.value > null if direction > 0 else value.value < null
+    return SUPPORTED if side and p_adjusted < alpha else NOT_SIGNIFICANT
+
+
+def claim_p(claim: Claim, value: Value) -> float:
+    """The claim's two-sided p: its measure's (McNemar, paired t), or the binomial test's."""
+    if value.p is not None:
+        return value.p
+    if value.test == "binomial" and value.n > 0:
+        return binomial_test_p(round(value.value * value.n), value.n, claim.null)
+    return math.nan
+
+
+def judge(claims: Sequence[Claim], values: Sequence[Value]) -> list[ClaimResult]:
+    """Every claim's raw and Holm-adjusted p (over all of them) and its verdict."""
+    raw = [claim_p(c, v) for c, v in zip(claims, values, strict=True)]
+    adjusted = holm([1.0 if math.isnan(p) else p for p in raw])
+    return [
+        ClaimResult(
+            c,
+            v,
+            verdict(v, c.null, c.direction, a, exploratory=bool(c.exploratory)),
+            p,
+            math.nan if math.isnan(p) else a,
+        )
+        for c, v, p, a in zip(claims, values, raw, adjusted, strict=True)
+    ]
 
 
 def arm_specs(arm: Arm, root: Path, seeds: Sequence[int], episodes: int) -> list[ExperimentSpec]:
@@ -118,54 +167,68 @@ def load_arm(out: Path, seed: int, data: ArmData, controller: str | None, steps:
                 data.steps.setdefault((seed, int(row["episode"])), []).append(row)
 
 
-def run_claims(
+def first_episodes(data: ArmData, per_seed: int) -> ArmData:
+    """``data`` restricted to the episodes 0..per_seed-1 of every seed."""
+    return ArmData(
+        {k: v for k, v in data.episodes.items() if k[1] < per_seed},
+        {k: v for k, v in data.steps.items() if k[1] < per_seed},
+    )
+
+
+def measure_claims(
     out: Path,
     *,
     root: Path = Path("."),
     seeds: Sequence[int] = EVAL_SEEDS,
-    episodes: int = EPISODES,
+    episodes: int | Mapping[str, int] = EPISODES,
     selected: Sequence[Claim] | None = None,
     executor: Any = None,
     parallelism: int = 1,
     on_progress: Callable[[int], None] | None = None,
     on_start: Callable[[int], None] | None = None,
-) -> list[ClaimResult]:
-    """Run every arm the claims need (each distinct spec once per seed) and check the claims.
+) -> list[Value]:
+    """Run every arm the claims need (each distinct spec once per seed) and measure each claim.
+
+    With one episode count per claim (``episodes`` maps claim id to episodes per seed), an
+    arm runs the most any of its claims needs and each claim reads only its own first
+    episodes of every seed (episode i sees the same world whatever the run's length).
 
     Args:
         out: Where the run directories go (``out/runs/<n>-seed<s>``).
         root: The directory the claims' spec paths are relative to.
         seeds: The spec seeds, pooled.
-        episodes: Episodes per seed.
-        selected: The claims to check (default: all).
+        episodes: Episodes per seed, for every claim or per claim id.
+        selected: The claims to measure (default: all).
         executor: Where the chunks run (None: serially).
         parallelism: The executor's workers.
         on_progress: Called with the episodes each finished chunk adds.
         on_start: Called once, before any episode runs, with the episodes in all.
 
     Returns:
-        One result per claim, in order.
+        One value per claim, in order.
     """
     chosen = list(selected) if selected is not None else every_claim()
-    keys: dict[tuple[str, str, bool], int] = {}
-    runs: list[tuple[ExperimentSpec, Path]] = []
-    where: dict[tuple[tuple[str, str, bool], int], Path] = {}
+    count = {c.id: episodes if isinstance(episodes, int) else episodes[c.id] for c in chosen}
+    need: dict[tuple[str, str, bool], int] = {}
+    arm_of: dict[tuple[str, str, bool], Arm] = {}
     for claim in chosen:
         for arm in claim.arms.values():
-            if arm.run_key in keys:
-                continue
-            n = keys[arm.run_key] = len(keys)
-            for seed, spec in zip(seeds, arm_specs(arm, root, seeds, episodes), strict=True):
-                path = out / "runs" / f"{n:02d}-{Path(arm.spec).stem}-seed{seed}"
-                runs.append((spec, path))
-                where[(arm.run_key, seed)] = path
+            need[arm.run_key] = max(need.get(arm.run_key, 0), count[claim.id])
+            arm_of.setdefault(arm.run_key, arm)
+    runs: list[tuple[ExperimentSpec, Path]] = []
+    where: dict[tuple[tuple[str, str, bool], int], Path] = {}
+    for n, (key, arm) in enumerate(arm_of.items()):
+        for seed, spec in zip(seeds, arm_specs(arm, root, seeds, need[key]), strict=True):
+            path = out / "runs" / f"{n:02d}-{Path(arm.spec).stem}-seed{seed}"
+            runs.append((spec, path))
+            where[(key, seed)] = path
     if on_start is not None:
         on_start(sum(spec.episodes * len(spec.controller_list()) for spec, _ in runs))
     run_many(runs, executor=executor, parallelism=parallelism, on_progress=on_progress)
     cache: dict[tuple[tuple[str, str, bool], str | None], ArmData] = defaultdict(
         lambda: ArmData({})
     )
-    results = []
+    values = []
     for claim in chosen:
         data: dict[str, ArmData] = {}
         for name, arm in claim.arms.items():
@@ -173,10 +236,19 @@ def run_claims(
             if ck not in cache:
                 for seed in seeds:
                     load_arm(where[(arm.run_key, seed)], seed, cache[ck], arm.controller, arm.steps)
-            data[name] = cache[ck]
-        value = claim.measure(data)
-        results.append(ClaimResult(claim, value, verdict(value, claim.null, claim.direction)))
-    return results
+            data[name] = first_episodes(cache[ck], count[claim.id])
+        values.append(claim.measure(data))
+    return values
+
+
+def run_claims(out: Path, **kwargs: Any) -> list[ClaimResult]:
+    """Run and measure the claims (``measure_claims``'s arguments), Holm over them, verdicts.
+
+    Returns:
+        One result per claim, in order.
+    """
+    chosen = list(kwargs.pop("selected", None) or every_claim())
+    return judge(chosen, measure_claims(out, selected=chosen, **kwargs))
 
 
 def total_episodes(seeds: Sequence[int], episodes: int) -> int:
@@ -207,6 +279,37 @@ def format_value(result: ClaimResult) -> tuple[str, str]:
     return f"{v.value:{fmt}}", f"{v.low:{fmt}} to {v.high:{fmt}}"
 
 
+def format_p(p: float) -> str:
+    """A p-value as printed: two significant digits, '–' when there is none."""
+    return "–" if math.isnan(p) else f"{p:.2g}"
+
+
+TESTS_NOTE = (
+    "pts: paired difference in percentage points (bootstrap CI, exact McNemar test); "
+    "%: a rate (Wilson CI, exact binomial test against the claim's null value); other "
+    "values: paired mean differences (bootstrap CI, paired t test); every p two-sided"
+)
+
+
+def holm_note(m: int) -> str:
+    """The table's note on the Holm adjustment over ``m`` claims."""
+    return (
+        f"Holm p: adjusted over all {m} claims tested in this run (exploratory ones included); "
+        f"the verdict is 'supported' when Holm p < {ALPHA} and the estimate is on the claimed "
+        "side, else 'not significant'"
+    )
+
+
+def claim_rows(results: Sequence[ClaimResult]) -> list[list[str]]:
+    """One table row per result: id, claim, value, interval, raw p, Holm p, verdict."""
+    rows = []
+    for r in results:
+        value, interval = format_value(r)
+        p, p_holm = format_p(r.p), format_p(r.p_holm)
+        rows.append([r.claim.id, r.claim.sentence, value, interval, p, p_holm, r.verdict])
+    return rows
+
+
 def claims_json(
     results: Sequence[ClaimResult], seeds: Sequence[int], episodes: int
 ) -> dict[str, Any]:
@@ -215,6 +318,7 @@ def claims_json(
         "seeds": list(seeds),
         "episodes_per_seed": episodes,
         "alpha": ALPHA,
+        "holm_family": len(results),
         "claims": [r.as_dict() for r in results],
     }
 
@@ -244,21 +348,32 @@ class ClaimsResult:
     budget: ClaimsBudget = DEFAULT_BUDGET
 
     def table(self) -> TextTable:
-        """The claims table: id, claim, value, 95 % interval, verdict."""
-        rows = []
-        for r in self.results:
-            value, interval = format_value(r)
-            p = "" if r.value.p is None else f" (p={r.value.p:.2g})"
-            rows.append([r.claim.id, r.claim.sentence, value, interval, r.verdict + p])
+        """The claims table: id, claim, value, 95 % interval, p, Holm p, verdict.
+
+        Exploratory claims are not in it: ``exploratory_table`` shows them apart.
+        """
         seeds, episodes = self.budget.seeds, self.budget.episodes
         return TextTable(
             f"claims: spec seeds {', '.join(map(str, seeds))}, {episodes} episodes each, pooled",
-            ["id", "claim", "value", "95% CI", "verdict"],
+            CLAIM_COLUMNS,
+            claim_rows([r for r in self.results if not r.claim.exploratory]),
+            [TESTS_NOTE, holm_note(len(self.results))],
+            left=2,
+        )
+
+    def exploratory_table(self) -> TextTable | None:
+        """The claims restated after their results came in, with why (None: there are none)."""
+        chosen = [r for r in self.results if r.claim.exploratory]
+        if not chosen:
+            return None
+        rows = claim_rows(chosen)
+        notes = [f"{r.claim.id}: {r.claim.exploratory}" for r in chosen]
+        return TextTable(
+            "exploratory claims (restated after their results came in; not evidence on "
+            "these seeds: the fresh-seed re-check, `claims --recheck`, is their test)",
+            CLAIM_COLUMNS,
             rows,
-            [
-                "pts: paired difference in percentage points (bootstrap CI, exact McNemar p); "
-                "%: a rate (Wilson CI); other values: paired mean differences (bootstrap CI)"
-            ],
+            [*notes, "p and Holm p as in the table above (the same Holm family)"],
             left=2,
         )
 

@@ -49,7 +49,7 @@ from opar_sim.rundir.frames import to_frame
 from opar_sim.spec.schema import ExperimentSpec
 
 ORACLE = "oracle"
-BAYES = "bayes"  # the Bayes-optimal law: the ceiling of laws that read only the observations
+BAYES = "bayes"  # the Bayes decision on an approximate model of the loop: a reference, no ceiling
 PASS_K = (1, 2, 4, 8)
 DAMPING_TOLERANCE = 0.02  # the settling band: smaller excursions are noise
 
@@ -208,7 +208,7 @@ class RunAnalysis:
 
     @property
     def has_bayes(self) -> bool:
-        """Whether the run includes the Bayes-optimal law (regret against the ceiling)."""
+        """Whether the run includes ``bayes`` (differences to it, which can be negative)."""
         return BAYES in self.controllers
 
     def regret_to(self, reference: str, seed: int = 1) -> dict[str, Estimate]:

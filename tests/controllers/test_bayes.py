@@ -1,5 +1,5 @@
-"""The Bayes-optimal law: its DP against exhaustive search, its value against its own model
-and against the simulator."""
+"""bayes, the Bayes decision on an approximate model of the loop: its DP against exhaustive
+search, its value against its own model and against the simulator."""
 
 from __future__ import annotations
 

@@ -173,7 +173,7 @@ def test_claims_run_on_the_quick_seeds_into_a_scratch_directory():
     result = api.claims(["pid_success", "pid_beats_threshold"], budget, root=ROOT)
     assert isinstance(result, StudyResult) and isinstance(result, api.ClaimsResult)
     table = result.table()
-    assert table.columns == ["id", "claim", "value", "95% CI", "verdict"]
+    assert table.columns == ["id", "claim", "value", "95% CI", "p", "Holm p", "verdict"]
     assert [r[0] for r in table.rows] == ["pid_success", "pid_beats_threshold"]
     assert table.title.startswith(f"claims: spec seeds {QUICK_SEEDS[0]}, 8 episodes each")
     data = result.to_dict()
@@ -181,8 +181,10 @@ def test_claims_run_on_the_quick_seeds_into_a_scratch_directory():
     by_id = {c["id"]: c for c in data["claims"]}
     assert by_id["pid_success"]["n"] == 8
     assert table.rows[0][2] == f"{100 * by_id['pid_success']['value']:.1f} %"
+    assert data["holm_family"] == 2
     for row, claim in zip(table.rows, data["claims"], strict=True):
-        assert row[4].startswith(claim["verdict"])
+        assert row[6] == claim["verdict"]
+        assert row[5] == f"{claim['p_holm']:.2g}"
         assert claim["ci95"][0] <= claim["value"] <= claim["ci95"][1]
 
 
@@ -205,3 +207,12 @@ def test_a_sweep_result_is_a_study_result(tmp_path):
     assert saved == data["points"]
     first = data["points"][0]["summary"]["pid"]
     assert table.rows[0][3] == f"{first['success_rate']:.1%}"
+
+
+def test_the_claims_recheck_runs_from_python_with_a_cap():
+    result = api.recheck(["pid_success", "pid_beats_threshold"], cap=40, root=ROOT)
+    assert isinstance(result, StudyResult) and isinstance(result, api.RecheckResult)
+    rows = {r.claim.id: r for r in result.rows}
+    assert rows["pid_beats_threshold"].plan.capped and rows["pid_beats_threshold"].power < 0.2
+    assert result.table().rows[0][0] == "pid_success"
+    assert result.to_dict()["cap"] == 40
