@@ -85,6 +85,92 @@ ABANDON_LLR: tuple[float, ...] = (
 DONE_BOUNDARY: float | None = 5.625900000000001
 ABANDON_BOUNDARY: float | None = 10.815700000000001
 
+# Boundaries recalibrated at each (alpha, beta) of RATES from the same 2,000 tuning episodes of
+# flight_booking_infeasible (seed TUNING_SEED; studies.sprt_calibration.calibrate(grid=RATES)):
+# the give-up boundary depends on beta alone; the done boundary on both (it is fitted on the steps
+# before the give-up stop).  (0.05, 0.05) gives the shipped DONE_BOUNDARY and ABANDON_BOUNDARY.
+RATES: tuple[float, ...] = (0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.3)
+ABANDON_AT: dict[float, float] = {
+    0.005: 23.065100000000005,
+    0.01: 18.156599999999997,
+    0.02: 15.625100000000002,
+    0.05: 10.815700000000001,
+    0.1: 8.2832,
+    0.2: 5.9809,
+    0.3: 4.633100000000001,
+}
+DONE_AT: dict[tuple[float, float], float] = {
+    (0.005, 0.005): 42.383399999999995,
+    (0.01, 0.005): 36.480000000000004,
+    (0.02, 0.005): 11.8557,
+    (0.05, 0.005): 5.625900000000001,
+    (0.1, 0.005): 2.9833,
+    (0.2, 0.005): 1.1897,
+    (0.3, 0.005): 0.0,
+    (0.005, 0.01): 42.383399999999995,
+    (0.01, 0.01): 36.480000000000004,
+    (0.02, 0.01): 11.8557,
+    (0.05, 0.01): 5.625900000000001,
+    (0.1, 0.01): 2.9833,
+    (0.2, 0.01): 1.1897,
+    (0.3, 0.01): 0.0,
+    (0.005, 0.02): 42.383399999999995,
+    (0.01, 0.02): 36.480000000000004,
+    (0.02, 0.02): 11.8557,
+    (0.05, 0.02): 5.625900000000001,
+    (0.1, 0.02): 2.9833,
+    (0.2, 0.02): 1.1897,
+    (0.3, 0.02): 0.0,
+    (0.005, 0.05): 42.383399999999995,
+    (0.01, 0.05): 36.480000000000004,
+    (0.02, 0.05): 11.8557,
+    (0.05, 0.05): 5.625900000000001,
+    (0.1, 0.05): 2.9833,
+    (0.2, 0.05): 1.1897,
+    (0.3, 0.05): 0.0,
+    (0.005, 0.1): 42.383399999999995,
+    (0.01, 0.1): 36.480000000000004,
+    (0.02, 0.1): 10.9886,
+    (0.05, 0.1): 5.625900000000001,
+    (0.1, 0.1): 2.9833,
+    (0.2, 0.1): 1.1897,
+    (0.3, 0.1): 0.0,
+    (0.005, 0.2): 42.383399999999995,
+    (0.01, 0.2): 36.480000000000004,
+    (0.02, 0.2): 8.931799999999999,
+    (0.05, 0.2): 4.4362,
+    (0.1, 0.2): 2.9833,
+    (0.2, 0.2): 0.0,
+    (0.3, 0.2): 0.0,
+    (0.005, 0.3): 42.383399999999995,
+    (0.01, 0.3): 36.480000000000004,
+    (0.02, 0.3): 8.6092,
+    (0.05, 0.3): 4.4362,
+    (0.1, 0.3): 2.3794,
+    (0.2, 0.3): 0.0,
+    (0.3, 0.3): 0.0,
+}
+
+
+def calibrated_boundaries(alpha: float, beta: float) -> tuple[float, float]:
+    """The (done, give-up) boundaries calibrated for error rates ``alpha`` and ``beta``.
+
+    A rate between the grid's points takes the boundary of the largest grid rate below it
+    (a stricter boundary: its error rate stays at most the one asked for); at
+    (0.05, 0.05) they are the shipped ``DONE_BOUNDARY`` and ``ABANDON_BOUNDARY``.
+
+    Raises:
+        ValueError: a rate below the grid's smallest (0.005): not calibrated there.
+    """
+    if min(alpha, beta) < RATES[0]:
+        raise ValueError(
+            f"sprt: alpha and beta below {RATES[0]} are not calibrated (got {alpha}, {beta}); "
+            "run `opar-sim sprt SPEC --alpha A --beta B` and pass its boundaries"
+        )
+    a = max(r for r in RATES if r <= alpha + 1e-12)
+    b = max(r for r in RATES if r <= beta + 1e-12)
+    return DONE_AT[(a, b)], ABANDON_AT[b]
+
 
 def done_bin(delta_task: float) -> int:
     """The δ_task bin: 0 for [0, 0.1), …, 9 for [0.9, 1), 10 for a reading of 1.0."""
@@ -139,7 +225,9 @@ class SPRTReflector:
             done_llr: log p(bin | complete) − log p(bin | not complete), one per δ_task bin.
             abandon_llr: log p(cat | n, infeasible) − log p(cat | n, feasible), per
                 δ_act category and count n of productive steps before (``abandon_cell``).
-            done_boundary: The calibrated done boundary; None: Ville's ``log(1/alpha)``
+            done_boundary: The done boundary; left at its default (with ``abandon_boundary``)
+                it is the one calibrated for ``alpha`` and ``beta`` (``calibrated_boundaries``);
+                None: Ville's ``log(1/alpha)``
                 (valid only for an exact model).  ``inf``: never done.
             abandon_boundary: The calibrated give-up boundary; None: ``log(1/beta)``.
                 ``inf``: never give up.
@@ -157,6 +245,9 @@ class SPRTReflector:
         self.beta = beta
         self.done_llr = tuple(float(x) for x in done_llr)
         self.abandon_llr = tuple(float(x) for x in abandon_llr)
+        if done_boundary == DONE_BOUNDARY and abandon_boundary == ABANDON_BOUNDARY:
+            # the calibrated defaults: the boundaries calibrated for these error rates
+            done_boundary, abandon_boundary = calibrated_boundaries(alpha, beta)
         self.done_at = math.log(1.0 / alpha) if done_boundary is None else done_boundary
         self.abandon_at = math.log(1.0 / beta) if abandon_boundary is None else abandon_boundary
         self.threshold_drift = threshold_drift

@@ -102,6 +102,8 @@ def calibrate(
     seed: int = TUNING_SEED,
     alpha: float = 0.05,
     beta: float = 0.05,
+    grid: Sequence[float] | None = None,
+    grid_out: dict[tuple[float, float], tuple[float, float]] | None = None,
 ) -> Calibration:
     """Fit ``sprt``'s tables and boundaries on tuning episodes of ``spec``'s task and agent.
 
@@ -115,10 +117,14 @@ def calibrate(
         seed: Their base seed (a tuning seed: never an evaluation one).
         alpha: The false-completion rate asked for.
         beta: The false-abandon rate asked for.
+        grid: Error rates at which to fit the boundaries too (every alpha x beta pair).
+        grid_out: Filled with (alpha, beta) -> (done boundary, give-up boundary).
 
     Returns:
         The parameters of ``sprt`` and the counts they came from.
     """
+    if grid is not None and grid_out is None:
+        raise ValueError("calibrate: a grid needs grid_out to fill")
     inf = {"done_boundary": math.inf, "abandon_boundary": math.inf, "alpha": alpha, "beta": beta}
     runs = list(simulate(with_controller(spec, "sprt", inf), episodes, seed))
     act = np.zeros((2, len(ABANDON_LLR)))
@@ -145,6 +151,11 @@ def calibrate(
     ]
     abandon_at = pac_boundary(abandon_sups, beta)
     done_at = done_boundary([t for t in traces], abandon_at, alpha)
+    if grid is not None:  # every (alpha, beta) of the grid from the same tuning episodes
+        for b in grid:
+            give_up = pac_boundary(abandon_sups, b)
+            for a in grid:
+                grid_out[(a, b)] = (done_boundary(traces, give_up, a), give_up)
     params = {
         "alpha": alpha,
         "beta": beta,

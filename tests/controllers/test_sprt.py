@@ -76,3 +76,32 @@ def test_bad_parameters_are_rejected(params):
 
 def test_it_passes_the_controller_checker():
     check_controller(lambda: controllers.make("sprt"), "sprt")
+
+
+def test_alpha_and_beta_choose_their_calibrated_boundaries_and_change_the_run(tmp_path):
+    """Issue 26: with calibrated boundaries the error rates used to do nothing."""
+    from controllers.sprt import (
+        ABANDON_BOUNDARY,
+        DONE_BOUNDARY,
+        SPRTReflector,
+        calibrated_boundaries,
+    )
+    from opar_sim.api import run
+    from opar_sim.spec.build import load_spec
+    from tests.conftest import EXPERIMENTS
+
+    assert calibrated_boundaries(0.05, 0.05) == (DONE_BOUNDARY, ABANDON_BOUNDARY)
+    strict = SPRTReflector(alpha=0.01, beta=0.01)
+    assert strict.done_at > DONE_BOUNDARY and strict.abandon_at > ABANDON_BOUNDARY
+    assert SPRTReflector(alpha=0.07).done_at == DONE_BOUNDARY  # the largest grid rate below
+    with pytest.raises(ValueError, match="not calibrated"):
+        SPRTReflector(alpha=0.001)
+    explicit = SPRTReflector(alpha=0.01, done_boundary=3.0, abandon_boundary=4.0)
+    assert (explicit.done_at, explicit.abandon_at) == (3.0, 4.0)  # given boundaries are kept
+    steps = {}
+    base = load_spec(EXPERIMENTS / "flight_booking.toml").model_dump()
+    for alpha in (0.05, 0.01):
+        data = base | {"controller": {"name": "sprt", "params": {"alpha": alpha}}, "compare": []}
+        done = run(data, episodes=60, seed=5, out=tmp_path / str(alpha), figures=False)
+        steps[alpha] = [e["steps"] for e in done.episodes()]
+    assert steps[0.05] != steps[0.01]
