@@ -72,20 +72,28 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     Returns:
         The parser.
     """
-    from opar_sim.cli.commands import COMMANDS
+    from opar_sim.cli.commands import COMMANDS, GROUPS
 
+    width = max(len(c.name) for c in COMMANDS) + 2
+    listing = "\n\n".join(
+        f"{group}:\n"
+        + "\n".join(f"  {c.name:<{width}}{c.help}" for c in COMMANDS if c.group == group)
+        for group in GROUPS
+    )
     parser = _Parser(
         prog="opar-sim",
-        description="Simulate agent loops (Observe-Plan-Act-Reflect) and tune their controllers.",
+        description="Simulate agent loops (Observe-Plan-Act-Reflect) and tune their controllers."
+        f"\n\ncommands:\n\n{listing}",
         epilog="start with: opar-sim run experiments/flight_booking.toml; "
-        "opar-sim COMMAND -h shows a command's flags",
+        "opar-sim COMMAND -h shows a command's flags; opar-sim glossary explains the words",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", "-V", action=_Version)
     sub = parser.add_subparsers(
         dest="command", required=True, parser_class=_Parser, metavar="COMMAND"
     )
     for entry in COMMANDS:
-        child = sub.add_parser(entry.name, help=entry.help)
+        child = sub.add_parser(entry.name, description=entry.help)  # listed by group above
         if command in (entry.name, "*"):
             entry.load().add_arguments(child)
     return parser
