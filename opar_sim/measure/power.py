@@ -18,7 +18,7 @@ its measure, two-sided:
   rate of 100 % makes the normal approximation a step; the exact power is right there.)
 
 ``episodes_for_power`` is the smallest count with the wanted power; ``power`` the power a
-count has.  ``tests/analysis/test_power.py`` checks both against statsmodels.
+count has.  ``tests/measure/test_power.py`` checks both against statsmodels.
 """
 
 from __future__ import annotations

@@ -25,7 +25,7 @@ The protocol (``opar-sim refit``), the same for every controller:
   McNemar, the objective difference with a paired bootstrap interval.
 
 The record (``docs/defaults-fit.json``) is what the controllers' signatures
-must equal; ``tests/analysis/test_defaults.py`` checks that.  The study is
+must equal; ``tests/studies/test_refit.py`` checks that.  The study is
 ``refit(specs, budget, executor)``; its result's ``to_dict()`` is the record.
 """
 

@@ -12,7 +12,7 @@ starts, as in ``SimulatedAgent._llm_call``).
 
 Its random streams are its own (one generator per chunk of episodes, from
 the run seed and the chunk), so the two engines agree in distribution, not
-episode by episode: ``tests/experiment/test_batch.py`` checks success rate,
+episode by episode: ``tests/engines/test_batch.py`` checks success rate,
 mean steps, tokens and REPLANs against the SimPy engine.  Every law of a run
 draws from the same stream, so episode i is the same world under each (common
 random numbers across controllers, as in the SimPy engine): paired comparisons

@@ -1,6 +1,6 @@
 """The lockstep-array run analysis writes the numbers of the per-episode one.
 
-``tests/analysis/reference_run.py`` is the run analysis as it was before the
+``tests/measure/reference_run.py`` is the run analysis as it was before the
 arrays (one episode at a time through the 1-D functions); on real runs of
 several shipped experiments both must give the same metrics.json bytes, the
 same per-episode metrics, the same successes and regrets, and the same kept
@@ -25,8 +25,8 @@ from opar_sim.measure.oscillation import action_cycles, action_cycles_rows, damp
 from opar_sim.measure.run import analyze, write_metrics
 from opar_sim.rundir import iter_traces
 from opar_sim.rundir.columns import read_step_columns
-from tests.analysis import reference_run
 from tests.conftest import EXPERIMENTS
+from tests.measure import reference_run
 
 # (experiment, episodes): oracle and thrash (compare_flight_booking), trials, Reflexion
 # attempts, sub-agents (team), faults and guards, another task (weather)

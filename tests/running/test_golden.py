@@ -4,7 +4,7 @@ The digests in ``golden_digests.json`` were recorded before the packages were
 reorganised into the layers of docs/design.md §4; a change that moves code must leave every
 ``episodes.jsonl`` and ``steps.jsonl`` byte-identical, and ``summary.json`` too.
 A change that alters random streams or results on purpose regenerates them with
-``OPAR_SIM_REGOLD=1 pytest tests/experiment/test_golden.py`` and says so in its commit.
+``OPAR_SIM_REGOLD=1 pytest tests/running/test_golden.py`` and says so in its commit.
 """
 
 from __future__ import annotations
