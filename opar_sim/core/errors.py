@@ -31,7 +31,9 @@ def did_you_mean(word: str, choices: Iterable[str]) -> str:
     Returns:
         The suggestion, with a leading space, or an empty string.
     """
-    near = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    names = list(choices)
+    same_letters = [name for name in names if name.lower() == word.lower()]  # PID -> pid
+    near = same_letters or difflib.get_close_matches(word, names, n=1, cutoff=0.6)
     return f" (did you mean {near[0]!r}?)" if near else ""
 
 

@@ -199,3 +199,10 @@ def test_tune_shows_a_bar_for_its_held_out_scoring(tmp_path, capsys):
     out = capsys.readouterr().out
     line = next(x for x in out.splitlines() if x.startswith("held-out scoring"))
     assert "30/30" in line  # the defaults and the best gains, 15 episodes each
+
+
+def test_a_capitalised_law_name_gets_did_you_mean(capsys):
+    from opar_sim.cli import main
+
+    assert main(["run", str(SPEC), "--controller", "PID", "--episodes", "1"]) == 2
+    assert "unknown controller 'PID' (did you mean 'pid'?)" in capsys.readouterr().err
