@@ -29,7 +29,7 @@ from opar_sim.core.limits import Limits
 from opar_sim.core.registry import ParameterError
 from opar_sim.core.supervisor import Supervisor
 from opar_sim.core.task import Task
-from opar_sim.spec.plugins import is_file_ref, load_controller
+from opar_sim.spec.plugins import is_file_ref, load_controller, load_task
 from opar_sim.spec.schema import (
     AgentSpec,
     ControllerSpec,
@@ -137,6 +137,11 @@ def build(spec: ExperimentSpec, source: str = "spec") -> Components:
 def _build(spec: ExperimentSpec, source: str) -> Components:
     t, a = spec.task, spec.agent
     _refuse_nan(spec, source)
+    if is_file_ref(t.name):  # a user's task from a file: loaded and registered here
+        try:
+            load_task(t.name)
+        except SpecError as exc:
+            raise SpecError(f"{source}: {exc}") from None
     try:
         environments.make(t.name, **t.params)
     except ParameterError as exc:

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import controllers
+import environments
 from opar_sim.spec.schema import SpecError
 
 _FILE_REF = re.compile(r"^(?P<path>.+\.py):(?P<attr>[A-Za-z_][A-Za-z0-9_]*)$")
@@ -38,6 +39,44 @@ def is_file_ref(name: str) -> bool:
     return _FILE_REF.match(name) is not None
 
 
+def _load_class(ref: str, kind: str) -> Any:
+    """Import ``file.py:ClassName`` once per process and return the class.
+
+    Raises:
+        SpecError: naming ``kind`` and ``ref`` when the file is missing or fails to import
+            or the class is not in it.
+    """
+    match = _FILE_REF.match(ref)
+    if match is None:
+        raise SpecError(f"{kind} {ref!r}: expected path/to/file.py:ClassName")
+    path = Path(match["path"]).expanduser()
+    attr = match["attr"]
+    if not path.is_file():
+        raise SpecError(f"{kind} {ref!r}: file not found: {path}")
+    digest = hashlib.sha1(str(path.resolve()).encode()).hexdigest()[:12]
+    module_name = f"opar_sim_user_{path.stem}_{digest}"
+    module = sys.modules.get(module_name)
+    if module is None:
+        loader_spec = importlib.util.spec_from_file_location(module_name, path)
+        if loader_spec is None or loader_spec.loader is None:
+            raise SpecError(f"{kind} {ref!r}: cannot import {path}")
+        module = importlib.util.module_from_spec(loader_spec)
+        sys.modules[module_name] = module  # dataclasses and pickling look the module up
+        try:
+            loader_spec.loader.exec_module(module)
+        except Exception as exc:  # the user's code: report it in one line
+            del sys.modules[module_name]
+            raise SpecError(
+                f"{kind} {ref!r}: importing {path} failed: {type(exc).__name__}: {exc}"
+            ) from None
+    found = getattr(module, attr, None)
+    if found is None:
+        classes = sorted(n for n, v in vars(module).items() if inspect.isclass(v))
+        known = ", ".join(c for c in classes if c[0] != "_") or "none"
+        raise SpecError(f"{kind} {ref!r}: no {attr!r} in {path} (classes there: {known})")
+    return found
+
+
 def load_controller(ref: str) -> str:
     """Load ``file.py:ClassName`` and register the class under ``ref`` (once per process).
 
@@ -53,40 +92,42 @@ def load_controller(ref: str) -> str:
     """
     if ref in controllers.names():
         return ref
-    match = _FILE_REF.match(ref)
-    if match is None:
-        raise SpecError(f"controller {ref!r}: expected path/to/file.py:ClassName")
-    path = Path(match["path"]).expanduser()
-    attr = match["attr"]
-    if not path.is_file():
-        raise SpecError(f"controller {ref!r}: file not found: {path}")
-    digest = hashlib.sha1(str(path.resolve()).encode()).hexdigest()[:12]
-    module_name = f"opar_sim_user_{path.stem}_{digest}"
-    loader_spec = importlib.util.spec_from_file_location(module_name, path)
-    if loader_spec is None or loader_spec.loader is None:
-        raise SpecError(f"controller {ref!r}: cannot import {path}")
-    module = importlib.util.module_from_spec(loader_spec)
-    sys.modules[module_name] = module  # dataclasses and pickling look the module up
-    try:
-        loader_spec.loader.exec_module(module)
-    except Exception as exc:  # the user's code: report it in one line
-        del sys.modules[module_name]
-        raise SpecError(
-            f"controller {ref!r}: importing {path} failed: {type(exc).__name__}: {exc}"
-        ) from None
-    found = getattr(module, attr, None)
-    if found is None:
-        classes = sorted(n for n, v in vars(module).items() if inspect.isclass(v))
-        known = ", ".join(c for c in classes if c[0] != "_") or "none"
-        raise SpecError(f"controller {ref!r}: no {attr!r} in {path} (classes there: {known})")
+    found = _load_class(ref, "controller")
     if not callable(found) or not all(
         callable(getattr(found, m, None)) for m in ("decide", "reset")
     ):
         raise SpecError(
-            f"controller {ref!r}: {attr} is not a controller: it needs reset() and "
+            f"controller {ref!r}: {found.__name__} is not a controller: it needs reset() and "
             "decide(evaluation, ctx) -> Decision"
         )
     controllers.register(ref, _named(found, ref))
+    return ref
+
+
+def load_task(ref: str) -> str:
+    """Load a task class from ``file.py:ClassName`` and register it under ``ref``, as controllers.
+
+    Args:
+        ref: The reference, e.g. ``tasks/collect.py:Collect``.
+
+    Returns:
+        ``ref``, now a registered task name.
+
+    Raises:
+        SpecError: when the file is missing or fails to import, the class is not in it,
+            or it is not a task (no ``execute``, ``expert_action`` and ``observe``).
+    """
+    if ref in environments.names():
+        return ref
+    found = _load_class(ref, "task")
+    if not callable(found) or not all(
+        callable(getattr(found, m, None)) for m in ("execute", "expert_action", "observe")
+    ):
+        raise SpecError(
+            f"task {ref!r}: {found.__name__} is not a task: it needs execute(), "
+            "expert_action() and observe() (see opar-sim init NAME --kind task)"
+        )
+    environments.register(ref, found)
     return ref
 
 

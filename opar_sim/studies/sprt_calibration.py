@@ -151,7 +151,7 @@ def calibrate(
     ]
     abandon_at = pac_boundary(abandon_sups, beta)
     done_at = done_boundary([t for t in traces], abandon_at, alpha)
-    if grid is not None:  # every (alpha, beta) of the grid from the same tuning episodes
+    if grid is not None and grid_out is not None:  # every (alpha, beta) pair of the grid
         for b in grid:
             give_up = pac_boundary(abandon_sups, b)
             for a in grid:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from rich.console import Console
@@ -37,10 +38,12 @@ def run(args: argparse.Namespace, console: Console) -> int:
     for path in written:
         console.print(f"wrote [green]{escape(str(path))}[/]")
     module, test = written
+    ref = f"{module}:{class_name(args.name)}"
     if args.kind == "controller":
-        use = f"opar-sim run SPEC --controller {module}:{class_name(args.name)}"
+        use = f"opar-sim run SPEC --controller {ref}"
     else:
-        use = f'import {args.name} before running a spec with [task] name = "{args.name}"'
-    console.print(f"test it: [cyan]{escape(f'python -m pytest {test}')}[/]")
+        use = f'in a spec: [task] name = "{ref}", then opar-sim run SPEC'
+    python = Path(sys.executable)  # the interpreter opar-sim runs in: it has what the test needs
+    console.print(f"test it: [cyan]{escape(f'{python} {test}')}[/] (or pytest {escape(str(test))})")
     console.print(f"use it: [cyan]{escape(use)}[/]")
     return 0
