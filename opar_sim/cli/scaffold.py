@@ -58,7 +58,24 @@ class $cls:
         return Decision(ControlSignal.CONTINUE, "keep going", terms)
 ''')
 
-CONTROLLER_TEST = Template('''\
+RUN_WITHOUT_PYTEST = """
+
+if __name__ == "__main__":  # `python test_$name.py`: these tests without pytest
+    import inspect
+    import tempfile
+
+    for name, test in list(globals().items()):
+        if name.startswith("test_") and callable(test):
+            if "tmp_path" in inspect.signature(test).parameters:
+                with tempfile.TemporaryDirectory() as folder:
+                    test(Path(folder))
+            else:
+                test()
+            print(f"ok {name}")
+"""
+
+CONTROLLER_TEST = Template(
+    '''\
 """Tests of $cls (made by `opar-sim init`): the conformance check and a short run."""
 
 from __future__ import annotations
@@ -93,21 +110,9 @@ def test_it_runs_an_experiment(tmp_path):
     spec = {"name": "$name", "episodes": 10, "controller": {"name": ref}}
     run = opar_sim.run(spec, out=tmp_path / "run", figures=False)
     assert run.summary[ref]["episodes"] == 10
-
-
-if __name__ == "__main__":  # `python test_$name.py`: these tests without pytest
-    import inspect
-    import tempfile
-
-    for name, test in list(globals().items()):
-        if name.startswith("test_") and callable(test):
-            if "tmp_path" in inspect.signature(test).parameters:
-                with tempfile.TemporaryDirectory() as folder:
-                    test(Path(folder))
-            else:
-                test()
-            print(f"ok {name}")
-''')
+'''
+    + RUN_WITHOUT_PYTEST
+)
 
 TASK = Template('''\
 """$cls: a task for opar-sim, made by ``opar-sim init $name --kind task``.
@@ -236,7 +241,8 @@ class $cls(SimTask):
 environments.register("$name", $cls)
 ''')
 
-TASK_TEST = Template('''\
+TASK_TEST = Template(
+    '''\
 """Tests of $cls (made by `opar-sim init`): the conformance check and a short run."""
 
 from __future__ import annotations
@@ -268,21 +274,9 @@ def test_it_runs_an_experiment(tmp_path):
     run = opar_sim.run(spec, out=tmp_path / "run", figures=False)
     assert run.summary["pid"]["episodes"] == 10
     assert run.summary["pid"]["success_rate"] > 0
-
-
-if __name__ == "__main__":  # `python test_$name.py`: these tests without pytest
-    import inspect
-    import tempfile
-
-    for name, test in list(globals().items()):
-        if name.startswith("test_") and callable(test):
-            if "tmp_path" in inspect.signature(test).parameters:
-                with tempfile.TemporaryDirectory() as folder:
-                    test(Path(folder))
-            else:
-                test()
-            print(f"ok {name}")
-''')
+'''
+    + RUN_WITHOUT_PYTEST
+)
 
 
 def class_name(name: str) -> str:

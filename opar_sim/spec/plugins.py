@@ -77,6 +77,18 @@ def _load_class(ref: str, kind: str) -> Any:
     return found
 
 
+def _load_kind(
+    ref: str, kind: str, needs: tuple[str, ...], how: str, names: Callable[[], list[str]]
+) -> Any | None:
+    """The class ``ref`` names, checked to have ``needs``; None when ``names()`` has it already."""
+    if ref in names():
+        return None
+    found = _load_class(ref, kind)
+    if not callable(found) or not all(callable(getattr(found, m, None)) for m in needs):
+        raise SpecError(f"{kind} {ref!r}: {found.__name__} is not a {kind}: it needs {how}")
+    return found
+
+
 def load_controller(ref: str) -> str:
     """Load ``file.py:ClassName`` and register the class under ``ref`` (once per process).
 
@@ -90,17 +102,10 @@ def load_controller(ref: str) -> str:
         SpecError: when the file is missing or fails to import, the class is not in
             it, or it is not a controller (no ``decide`` and ``reset``).
     """
-    if ref in controllers.names():
-        return ref
-    found = _load_class(ref, "controller")
-    if not callable(found) or not all(
-        callable(getattr(found, m, None)) for m in ("decide", "reset")
-    ):
-        raise SpecError(
-            f"controller {ref!r}: {found.__name__} is not a controller: it needs reset() and "
-            "decide(evaluation, ctx) -> Decision"
-        )
-    controllers.register(ref, _named(found, ref))
+    how = "reset() and decide(evaluation, ctx) -> Decision"
+    found = _load_kind(ref, "controller", ("decide", "reset"), how, controllers.names)
+    if found is not None:
+        controllers.register(ref, _named(found, ref))
     return ref
 
 
@@ -117,17 +122,11 @@ def load_task(ref: str) -> str:
         SpecError: when the file is missing or fails to import, the class is not in it,
             or it is not a task (no ``execute``, ``expert_action`` and ``observe``).
     """
-    if ref in environments.names():
-        return ref
-    found = _load_class(ref, "task")
-    if not callable(found) or not all(
-        callable(getattr(found, m, None)) for m in ("execute", "expert_action", "observe")
-    ):
-        raise SpecError(
-            f"task {ref!r}: {found.__name__} is not a task: it needs execute(), "
-            "expert_action() and observe() (see opar-sim init NAME --kind task)"
-        )
-    environments.register(ref, found)
+    how = "execute(), expert_action() and observe() (see opar-sim init NAME --kind task)"
+    needs = ("execute", "expert_action", "observe")
+    found = _load_kind(ref, "task", needs, how, environments.names)
+    if found is not None:
+        environments.register(ref, found)
     return ref
 
 
