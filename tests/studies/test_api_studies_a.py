@@ -19,7 +19,14 @@ from opar_sim.spec.schema import SpecError
 from opar_sim.studies import shootout as shootout_module
 from opar_sim.studies import tune as tune_module
 from opar_sim.studies.result import StudyResult
-from opar_sim.studies.seeds import HOLDOUT_SEED, QUICK_SEEDS, TUNING_SEED
+from opar_sim.studies.seeds import (
+    CONFIRM_SEED,
+    HOLDOUT_SEED,
+    QUICK_SEEDS,
+    RELEASE_HOLDOUT_SEED,
+    TUNING_SEED,
+    replicate_seeds,
+)
 from tests.conftest import EXPERIMENTS, ROOT, SPEC
 
 
@@ -58,38 +65,34 @@ def test_every_study_and_its_budget_and_result_are_in_the_api():
 def test_tune_screens_on_batch_confirms_on_simpy_and_holds_out_on_the_ledger_seed(
     tmp_path, seeds_run
 ):
-    spec = with_overrides(load_spec(EXPERIMENTS / "tune_pid.toml"), seed=TUNING_SEED)
-    budget = api.TuneBudget(trials=2, train_episodes=6, holdout_episodes=8)
+    spec = load_spec(EXPERIMENTS / "tune_pid.toml")
+    budget = api.TuneBudget(trials=2, train_episodes=6, holdout_episodes=8, replicates=2)
     out = tmp_path / "tune"
     result = api.tune(spec, budget, engine="batch", finalists=2, out=out)
     assert isinstance(result, StudyResult) and isinstance(result, api.TuneResult)
-    assert len(result.trials) == 2 and 1 <= len(result.finalists) <= 2
-    # the finalists re-scored on the training seed, then the defaults and the best held out
-    assert seeds_run[: len(result.finalists)] == [(6, TUNING_SEED)] * len(result.finalists)
-    assert seeds_run[len(result.finalists) :] == [(8, HOLDOUT_SEED)] * 2
+    assert [len(r.trials) for r in result.replicates] == [2, 2]
+    # each replicate's finalists re-scored on its own training seed (SimPy) ...
+    (first, _), (second, _) = replicate_seeds(2)
+    counts = [len(r.finalists) for r in result.replicates]
+    assert seeds_run[: sum(counts)] == [(6, first)] * counts[0] + [(6, second)] * counts[1]
+    rest = seeds_run[sum(counts) :]
+    # ... then the race on the confirmation seed, then every arm on the release hold-out
+    arms = len(result.holdout)
+    assert rest[-arms:] == [(8, RELEASE_HOLDOUT_SEED)] * arms
+    assert {seed for _, seed in rest[:-arms]} == {CONFIRM_SEED}
     table = result.table()
-    assert table.columns == ["gains", "train objective", "held-out objective", "held-out success"]
-    assert [row[0] for row in table.rows] == ["spec defaults", "tuned (best)"]
+    assert table.columns == ["", "value"]
+    assert table.rows[0] == ["verdict", result.to_dict()["recommendation"]["verdict"]]
     data = result.to_dict()
-    assert set(data) == {
-        "best_params",
-        "best_train_score",
-        "holdout",
-        "importances",
-        "engines",
-        "finalists",
-    }
-    assert table.rows[1][1] == f"{data['best_train_score']:.4f}"
-    assert table.rows[0][2] == f"{data['holdout']['default_score']:.4f}"
-    assert table.rows[1][3] == f"{data['holdout']['best_success']:.1%}"
-    winner = min(data["finalists"], key=lambda f: (f["score"], f["number"]))
-    assert data["best_params"] == winner["params"]
-    assert data["best_train_score"] == winner["score"]
+    assert data["protocol"]["train_seeds"] == [first, second]
+    assert data["protocol"]["confirm_seed"] == CONFIRM_SEED
+    assert data["protocol"]["holdout_seed"] == RELEASE_HOLDOUT_SEED
+    assert data["holdout"]["default_score"] == result.holdout[0].objective
     # with out: the files the command writes, tune.json being to_dict()
     assert json.loads((out / "tune.json").read_text()) == json.loads(json.dumps(data))
-    assert len((out / "trials.jsonl").read_text().splitlines()) == 2
+    assert len((out / "trials.jsonl").read_text().splitlines()) == 4
     setup = json.loads((out / "tune_setup.json").read_text())
-    assert setup["tune"]["holdout_seed"] == HOLDOUT_SEED and setup["spec"]["seed"] == TUNING_SEED
+    assert setup["tune"]["holdout_seed"] == RELEASE_HOLDOUT_SEED and setup["replicates"] == 2
 
 
 def test_tune_refuses_a_spec_without_a_tune_table():
