@@ -7,6 +7,14 @@ held-out episodes, and the R paired differences d_r give the mean, a t interval 
 R − 1 degrees of freedom and a two-sided p-value.  Student's t is computed here, exact
 for whole degrees of freedom (the closed forms of Abramowitz & Stegun 26.7.3–4, no scipy),
 and the quantile by bisection on it.
+
+The replicates share their held-out episodes, so the spread of the d_r does not show the
+sampling noise of those episodes (two laws whose every replicate found the same setting
+differ by the same d_r in every replicate).  ``replicate_diff`` therefore takes that noise
+as ``episode_var``, the variance of the mean difference over the held-out episodes
+(``episode_variance``), and adds it to the t interval's squared standard error:
+se² = s²/R + episode_var, still on R − 1 degrees of freedom (conservative: it counts the
+replicate-by-episode noise twice, once in each term, and gives the sum the smaller df).
 """
 
 from __future__ import annotations
@@ -82,18 +90,44 @@ class ReplicateDiff:
         return {**asdict(self), "df": self.df}
 
 
-def replicate_diff(a: Sequence[float], b: Sequence[float], level: float = 0.95) -> ReplicateDiff:
+def episode_variance(a: Sequence[Sequence[float]], b: Sequence[Sequence[float]]) -> float:
+    """The sampling variance, over held-out episodes, of the mean replicate difference.
+
+    Args:
+        a: Per replicate, one value per held-out episode (e.g. success as 0/1).
+        b: The other arm's, the same episodes in the same order (one row: a fixed arm,
+            such as a law's defaults, compared with every replicate of ``a``).
+
+    Returns:
+        var_i(e_i) / n with e_i = mean_r a[r][i] − mean_r b[r][i] (0 with one episode).
+    """
+    n = len(a[0])
+    if n < 2:
+        return 0.0
+    e = [
+        math.fsum(row[i] for row in a) / len(a) - math.fsum(row[i] for row in b) / len(b)
+        for i in range(n)
+    ]
+    mean = math.fsum(e) / n
+    return math.fsum((x - mean) ** 2 for x in e) / (n - 1) / n
+
+
+def replicate_diff(
+    a: Sequence[float], b: Sequence[float], level: float = 0.95, episode_var: float = 0.0
+) -> ReplicateDiff:
     """Replicate r of ``a`` against replicate r of ``b``: mean, t interval, two-sided p.
 
     Args:
         a: One value per replicate (e.g. held-out success), in replicate order.
         b: The other arm's, paired by replicate.
         level: The interval's confidence.
+        episode_var: The held-out episodes' sampling variance of the mean difference
+            (``episode_variance``), added to the squared standard error; 0: none.
 
     Returns:
         The comparison; with one replicate the interval is infinite and p is 1, and with
-        identical differences (zero spread) the interval is the point and p is 0 unless
-        the mean is 0.
+        no spread at all (zero standard error) the interval is the point and p is 0
+        unless the mean is 0.
 
     Raises:
         ValueError: when the sequences differ in length or are empty.
@@ -106,7 +140,7 @@ def replicate_diff(a: Sequence[float], b: Sequence[float], level: float = 0.95) 
     if n == 1:
         return ReplicateDiff(diffs, mean, math.nan, -math.inf, math.inf, 1.0)
     sd = math.sqrt(math.fsum((d - mean) ** 2 for d in diffs) / (n - 1))
-    se = sd / math.sqrt(n)
+    se = math.sqrt(sd**2 / n + episode_var)
     if se == 0.0:
         return ReplicateDiff(diffs, mean, sd, mean, mean, 1.0 if mean == 0.0 else 0.0)
     half = t_quantile(level, n - 1) * se
