@@ -236,7 +236,8 @@ class ShootoutResult:
             f"t interval with {b.replicates - 1} df (its standard error adds the shared held-out "
             "episodes' sampling variance), Holm over the comparisons to the leader; "
             f"rank: the leader and every law not behind it at Holm p < {ALPHA} share a rank, "
-            "the rest are ranked so among themselves; '=' marks a tie",
+            "the rest are ranked so among themselves; '=' marks a tie; the intervals are not "
+            "adjusted for the several comparisons: the Holm p decides",
         ]
         if self.engine == "batch":
             n = sum(self.screened.values())
