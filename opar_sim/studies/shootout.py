@@ -55,6 +55,7 @@ from opar_sim.studies.contender import (
     check_space,
     contender_data,
     contender_space,
+    controller_space,
     corners,
     default_contenders,
     tune_contender,
@@ -65,7 +66,14 @@ from opar_sim.studies.shootout_report import Engine, ShootoutBudget, ShootoutRes
 
 DEFAULT_BUDGET = ShootoutBudget()  # 5 replicates, 5 × d trials × 300 episodes, 2000 held out
 
-__all__ = ["DEFAULT_BUDGET", "ShootoutBudget", "ShootoutPlan", "ShootoutResult", "shootout"]
+__all__ = [
+    "DEFAULT_BUDGET",
+    "ShootoutBudget",
+    "ShootoutPlan",
+    "ShootoutResult",
+    "controller_space",
+    "shootout",
+]
 
 
 @dataclass(frozen=True)

@@ -39,7 +39,11 @@ class Command(NamedTuple):
 COMMANDS: tuple[Command, ...] = (
     Command("run", "run an experiment spec and write a run directory"),
     Command("sweep", "run a parameter grid ([sweep] table) on common random numbers"),
-    Command("tune", "tune controller gains with Optuna; report train and held-out scores"),
+    Command(
+        "tune",
+        "tune controller gains in R replicates, race them against the spec's own and recommend "
+        "new gains only when they beat them held out",
+    ),
     Command(
         "relay", "relay test on the plant task: K_u, P_u, Ziegler-Nichols and Tyreus-Luyben gains"
     ),
@@ -71,7 +75,8 @@ COMMANDS: tuple[Command, ...] = (
     Command("study", "run a two-arm memory study: rebound (compression) or learning (Reflexion)"),
     Command(
         "shootout",
-        "tune every controller with the same budget, rank them on held-out seeds (ties as ties)",
+        "tune every controller R times on equal terms, rank them on held-out seeds by replicates "
+        "(ties as ties)",
     ),
     Command(
         "ablate",
