@@ -261,10 +261,13 @@ def _execute(
 
 from opar_sim.studies.claim_recheck import RecheckResult, recheck  # noqa: E402
 from opar_sim.studies.claims import ClaimsBudget, ClaimsResult, claims  # noqa: E402
-from opar_sim.studies.contender import Budget as ShootoutBudget  # noqa: E402
-from opar_sim.studies.gains import TuneResult  # noqa: E402
+from opar_sim.studies.recommend import TuneResult  # noqa: E402
 from opar_sim.studies.refit import RefitBudget, RefitResult, refit  # noqa: E402
-from opar_sim.studies.shootout import ShootoutResult, shootout  # noqa: E402
+from opar_sim.studies.shootout import (  # noqa: E402
+    ShootoutBudget,
+    ShootoutResult,
+    shootout,
+)
 from opar_sim.studies.tune import TuneBudget, tune  # noqa: E402
 
 __all__ += [

@@ -229,15 +229,17 @@ def shootout_figure(
     intervals: Sequence[tuple[float, float]],
     ranks: Sequence[int],
     title: str,
+    interval: str = "95% Wilson interval",
 ) -> Figure:
-    """Held-out success with its 95 % interval per contender, coloured by rank (ties alike).
+    """Held-out success with its interval per contender, coloured by rank (ties alike).
 
     Args:
         names: The contenders, best first.
         rates: Their held-out success rates.
-        intervals: Their 95 % (low, high) success intervals.
+        intervals: Their (low, high) success intervals.
         ranks: Their tie-aware ranks (equal ranks share a colour).
         title: The figure's title.
+        interval: What the bars are, for the axis label.
 
     Returns:
         The figure, not yet saved (``style.save`` writes it).
@@ -260,7 +262,7 @@ def shootout_figure(
             label=f"rank {rank}",
         )
     ax.set_yticks(y, list(names))
-    ax.set_xlabel("held-out success (95% Wilson interval)")
+    ax.set_xlabel(f"held-out success ({interval})")
     ax.set_title(title)
     ax.grid(axis="x", alpha=0.3)
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small")

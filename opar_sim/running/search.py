@@ -17,6 +17,7 @@ import math
 import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Executor
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -177,6 +178,36 @@ def minimize(
     return study, scored
 
 
+def evaluate_range(
+    evaluate: Evaluate, params: dict[str, float] | None, start: int, stop: int, seed: int
+) -> list[dict[str, Any]]:
+    """Episodes ``start``..``stop - 1`` of ``seed`` (common random numbers with any run of it).
+
+    ``executor_evaluate``'s evaluation takes ``start`` and runs only those episodes (a SimPy
+    episode's randomness depends on its seed and number alone); any other ``Evaluate`` (the
+    batch engine's streams are per block of episodes) runs episodes 0..stop - 1 and the
+    first ``start`` are dropped.
+
+    Args:
+        evaluate: The evaluation.
+        params: The assignment (None: the spec as it is).
+        start: The first episode.
+        stop: One past the last.
+        seed: The spec seed.
+
+    Returns:
+        The episode rows of the range.
+    """
+    import inspect
+
+    if start == 0:
+        return evaluate(params, stop, seed)
+    if "start" in inspect.signature(evaluate).parameters:
+        ranged: Any = evaluate
+        return list(ranged(params, stop - start, seed, start=start))
+    return [r for r in evaluate(params, stop, seed) if int(r["episode"]) >= start]
+
+
 def paired_bootstrap(
     a: Sequence[float], b: Sequence[float], seed: int, resamples: int = 4000
 ) -> tuple[float, float]:
@@ -225,9 +256,15 @@ def executor_evaluate(
     ``on_progress`` is called with the episodes each finished chunk adds.
     """
 
-    def evaluate(params: dict[str, float] | None, episodes: int, seed: int) -> list[dict[str, Any]]:
-        spec = trial_spec(base, parse, params, episodes, seed)
-        chunks = plan_chunks(spec, parallelism=parallelism, with_steps=False)
+    def evaluate(
+        params: dict[str, float] | None, episodes: int, seed: int, start: int = 0
+    ) -> list[dict[str, Any]]:
+        spec = trial_spec(base, parse, params, start + episodes, seed)
+        chunks = [  # every controller's episodes start .. start + episodes − 1
+            replace(c, start=max(c.start, start))
+            for c in plan_chunks(spec, parallelism=parallelism, with_steps=False)
+            if c.stop > start
+        ]
         results = run_in_order(executor, chunks, 2 * parallelism + 1)
         if on_progress is None:
             return rows_of(r.episodes for r in results)

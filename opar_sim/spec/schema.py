@@ -27,7 +27,7 @@ from opar_sim.core.errors import InputError, describe_problem, did_you_mean, key
 from opar_sim.llm.config import BackendSpec
 from opar_sim.spec.grid import SweepAxis
 from opar_sim.spec.guards import GuardsSpec
-from opar_sim.studies.seeds import HOLDOUT_SEED
+from opar_sim.studies.seeds import RELEASE_HOLDOUT_SEED
 
 
 class SpecError(InputError):
@@ -139,7 +139,10 @@ class TuneSpec(BaseModel):
     train_episodes: int = Field(150, ge=1)
     holdout_episodes: int = Field(300, ge=1)
     holdout_seed: int = Field(
-        HOLDOUT_SEED, ge=0, le=2**63 - 1, description="seed of the held-out episodes"
+        RELEASE_HOLDOUT_SEED,
+        ge=0,
+        le=2**63 - 1,
+        description="seed of the held-out episodes (default: this release's hold-out seed)",
     )
     objective: Objective = Field(default_factory=Objective)
     space: dict[str, ParamRange] = Field(min_length=1)

@@ -42,6 +42,7 @@ class Budget:
     sampler: str = "tpe"
     train_seed: int = TRAIN_SEED
     holdout_seed: int = HOLDOUT_SEED
+    sampler_seed: int | None = None  # None: the training seed (a tuning replicate sets its own)
 
 
 @dataclass
@@ -57,6 +58,7 @@ class Tuned:
     # with a screening engine: the trials the reference engine re-scored (else empty)
     finalists: list[Finalist] = field(default_factory=list)
     screened: str = "simpy"  # the engine the trials were scored on
+    evaluated: int = 0  # distinct assignments the trials ran (an integer space repeats some)
 
 
 def controller_space(factory: Any) -> dict[str, tuple[float, float]]:
@@ -155,8 +157,9 @@ def tune_contender(
             on_trial()
         return cache[key][0]
 
+    sampler_seed = budget.train_seed if budget.sampler_seed is None else budget.sampler_seed
     _, scored = minimize(
-        space, score, budget.trials, budget.train_seed, sampler=budget.sampler, enqueue=enqueue
+        space, score, budget.trials, sampler_seed, sampler=budget.sampler, enqueue=enqueue
     )
     confirmed: list[Finalist] = []
     if screen is None:
@@ -184,6 +187,7 @@ def tune_contender(
         holdout_rows=sorted(rows, key=lambda r: int(r["episode"])),
         finalists=confirmed,
         screened="simpy" if screen is None else "batch",
+        evaluated=len(cache),
     )
 
 

@@ -8,7 +8,10 @@ used can be read off one page (docs/results.md records it per number):
 * ``TUNING_SEED``: the training episodes of a single tuning run (``refit``, the detectors'
   and ``sprt``'s calibration). ``TUNING_SEEDS``: one per tuning replicate; replicate r of
   ``tune`` and ``shootout`` trains on ``TUNING_SEEDS[r]`` with sampler seed r, so the
-  training seed is a random factor of the estimate, not a fixed choice.
+  training seed is a random factor of the estimate, not a fixed choice.  ``--seed S``
+  (``seed_offset``) moves the replicates along the ledger: with R replicates, replicate r
+  trains on ``TUNING_SEEDS[S·R + r]`` with sampler seed S·R + r (``replicate_seeds``), so
+  offsets 0, 1, 2 of five replicates use disjoint training seeds.
 * ``CONFIRM_SEED``: fresh episodes on which ``tune`` races its finalists against the
   incumbent (the spec's current gains), with common random numbers.
 * ``HOLDOUT_SEED``: the held-out episodes of the earlier releases' shoot-out, ``refit``,
@@ -30,13 +33,36 @@ from __future__ import annotations
 
 DEVELOPMENT_SEED = 7  # examples and iteration; never a quoted result
 TUNING_SEED = 100  # training episodes: spec seed 100 (reports use EVAL_SEEDS)
-TUNING_SEEDS: tuple[int, ...] = (100, 101, 102, 103, 104, 105, 106, 107, 108, 109)
+TUNING_SEEDS: tuple[int, ...] = tuple(range(100, 120))  # 100 .. 119, one per replicate
 CONFIRM_SEED = 500_009  # racing the finalists against the incumbent
 HOLDOUT_SEED = 1_000_003  # held-out episodes of earlier releases (looked at; see above)
 RELEASE_HOLDOUT_SEED = 20_261_203  # this release's hold-out: nothing has looked at it
 EVAL_SEEDS: tuple[int, ...] = (0, 1, 2, 3)  # the README's and the claims table's seeds
 QUICK_SEEDS: tuple[int, ...] = (0,)  # `claims --quick`
 FRESH_SEEDS: tuple[int, ...] = (11, 12)  # the claims' confirmatory re-check
+
+
+def replicate_seeds(replicates: int, offset: int = 0) -> list[tuple[int, int]]:
+    """(training seed, sampler seed) of each tuning replicate: ``TUNING_SEEDS[k]`` and k.
+
+    Args:
+        replicates: R, the number of replicates.
+        offset: S: replicate r is number k = S·R + r of the ledger.
+
+    Returns:
+        One pair per replicate, in replicate order.
+
+    Raises:
+        ValueError: when the ledger has fewer than (S + 1)·R tuning seeds, or R < 1.
+    """
+    first = offset * replicates
+    if replicates < 1 or offset < 0 or first + replicates > len(TUNING_SEEDS):
+        raise ValueError(
+            f"{replicates} replicates at seed offset {offset} need tuning seeds "
+            f"{first}..{first + replicates - 1}; the ledger has {len(TUNING_SEEDS)}"
+        )
+    return [(TUNING_SEEDS[k], k) for k in range(first, first + replicates)]
+
 
 __all__ = [
     "CONFIRM_SEED",
@@ -48,4 +74,5 @@ __all__ = [
     "RELEASE_HOLDOUT_SEED",
     "TUNING_SEED",
     "TUNING_SEEDS",
+    "replicate_seeds",
 ]

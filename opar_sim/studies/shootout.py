@@ -1,41 +1,37 @@
-"""A fair shoot-out: every controller tuned with the same budget, scored on unseen seeds.
+"""A fair shoot-out, replicated: every law tuned R times on equal terms, scored on unseen seeds.
 
 The protocol (``opar-sim shootout SPEC``):
 
-1. **Same budget.**  Every contender is searched by the project's one Optuna
-   search (``opar_sim.running.search.minimize``) with the same sampler and sampler
-   seed, the same number of trials and the same training episodes
-   (``TRAIN_SEED``, episodes 0 .. train_episodes − 1: common random numbers
-   within and across contenders).  The space is the controller's documented
-   ``SPACE`` (a class attribute in ``controllers/``) plus the shared stop
-   confirmation ``guards.confirm`` (1..3 consecutive TERMINATE decisions), so
-   no law is denied the confirmation another one has built in
-   (``opar_sim.studies.contender``).
-2. **Unseen seeds.**  The best assignment of each contender (lowest training
-   objective) is scored on ``HOLDOUT_SEED``, which no default, no report and
-   no tuning trial has used; every contender sees the same held-out worlds.
-3. **Paired statistics.**  Against the best contender (highest held-out
-   success, then lowest objective): the success difference with the exact
-   McNemar p-value, the objective and token differences with paired bootstrap
-   95 % intervals.  McNemar p-values of *all* pairs of contenders are
-   Holm-adjusted as one family.
-4. **Ties as ties.**  A contender's rank is 1 + the number of contenders that
-   beat it significantly (higher success, Holm-adjusted p < ``ALPHA``); so
-   every contender not significantly worse than the best shares rank 1.
+1. **Replicates.**  Tuning is a random procedure, so every law is tuned R times
+   (``replicates``, default 5): replicate r trains on the ledger's tuning seed S·R + r
+   with sampler seed S·R + r (``opar_sim.studies.seeds.replicate_seeds``), the same seeds
+   for every law (common random numbers within and across laws).
+2. **Equal search.**  Each replicate searches the law's documented ``SPACE`` plus the
+   shared stop confirmation ``guards.confirm`` (``opar_sim.studies.contender``) with the
+   project's one Optuna search; the budget is counted in simulated episodes and scales
+   with the space: trials = k × d (``trials_per_dim`` k, d the dimension including the
+   confirmation), each trial ``train_episodes`` episodes.  What a law brings fitted outside
+   this budget (``bayes``'s chain, ``sprt``'s tables) is disclosed in the printed protocol.
+3. **Defaults beside the tuned arms.**  Every replicate's best setting and every law's
+   shipped defaults run on the same held-out episodes (``RELEASE_HOLDOUT_SEED``).
+4. **Replicate-level comparisons, ties as ties** (``opar_sim.studies.replicated``): per
+   law the mean, sd and min–max across replicates of held-out success, tokens and
+   REPLANs; replicate r of a law against replicate r of the leader (R paired differences,
+   t interval with R − 1 df), Holm over the comparisons to the leader; a law is behind
+   only when that adjusted comparison says so; ranks share ties, and "(best)" marks only a
+   leader significantly ahead of every other law.
 
-The objective is the spec's ``[tune.objective]`` (``opar_sim.spec.schema.Objective``:
-failure + weighted tokens + replan rate), or failure alone without one.
+The objective each search minimises is the spec's ``[tune.objective]`` (failure +
+weighted tokens + replan rate), or failure alone without one.
 
-**Screening** (``shootout --engine batch``): a contender has its trials scored on the
-lockstep batch engine (through its array twin, or its scalar law row by row); its
-``finalists`` best distinct trials are re-scored on the SimPy engine on the same
-training episodes, the lowest SimPy objective wins (``opar_sim.studies.finalists``,
-as ``tune --engine batch``), and the held-out seeds are always scored on the SimPy
-engine.  A contender the batch engine cannot run is searched on the SimPy engine with
-the same trials and episodes.
+**Screening** (``shootout --engine batch``): a law's trials are scored on the lockstep batch
+engine (its array twin, or its scalar law row by row); its ``finalists`` best distinct
+trials are re-scored on the SimPy engine on the same training episodes and the lowest wins
+(``opar_sim.studies.finalists``); held-out episodes always run on SimPy.  A law the batch
+engine cannot run is searched on SimPy with the same trials and episodes.
 
-The study is ``shootout(spec, budget, executor)``; ``plan_shootout`` checks every
-contender before any episode runs (the command prints what it found, then runs the plan).
+The study is ``shootout(spec, budget, executor)``; ``plan_shootout`` checks every law
+before any episode runs (the command prints what it found, then runs the plan).
 """
 
 from __future__ import annotations
@@ -45,12 +41,10 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from controllers.registry import CONTROLLERS
 from opar_sim.engines.batch import batch_unsupported
-from opar_sim.measure.stats import Estimate
-from opar_sim.measure.table import TextTable
 from opar_sim.rundir import prepare_out_dir, write_json
 from opar_sim.running.executors import ExecutorConfig, open_executor
 from opar_sim.running.search import apply_params, batch_evaluate, executor_evaluate
@@ -61,130 +55,30 @@ from opar_sim.studies.contender import (
     check_space,
     contender_data,
     contender_space,
+    controller_space,
     corners,
     default_contenders,
     tune_contender,
 )
+from opar_sim.studies.replicated import LawArms, rank_laws
 from opar_sim.studies.result import IN_PROCESS
-from opar_sim.studies.standings import ALPHA, PairTest, Standing, standings, standings_json
+from opar_sim.studies.shootout_report import Engine, ShootoutBudget, ShootoutResult
 
-Engine = Literal["simpy", "batch"]
-DEFAULT_BUDGET = Budget()  # the documented budget: 40 trials, 300 training, 2000 held out
+DEFAULT_BUDGET = ShootoutBudget()  # 5 replicates, 5 × d trials × 300 episodes, 2000 held out
 
-
-def _ci(e: Estimate, scale: float = 1.0, fmt: str = "+.1f") -> str:
-    return f"{e.mean * scale:{fmt}} [{e.low * scale:{fmt}}, {e.high * scale:{fmt}}]" if e.n else "–"
-
-
-def _p(p: float) -> str:
-    return f"{p:.2g}" if p < 0.001 else f"{p:.3f}"
-
-
-@dataclass
-class ShootoutResult:
-    """A finished shoot-out: the standings on the held-out seeds and every pair's test."""
-
-    name: str  # the spec's
-    budget: Budget
-    objective: Objective
-    standings: list[Standing]
-    pairs: list[PairTest]
-    engine: Engine = "simpy"  # where the trials were scored ("batch": screened)
-    finalists: int = 5  # with engine "batch": screened trials re-scored on SimPy
-    skipped: dict[str, str] = field(default_factory=dict)  # contender -> why it sat out
-    wall_seconds: float = 0.0
-
-    def table(self) -> TextTable:
-        """The tuned ranking: held-out success and paired differences against the best."""
-        budget = self.budget
-        columns = [
-            "rank",
-            "controller",
-            "success % (95% CI)",
-            "Δ success pts",
-            "b/c",
-            "McNemar p",
-            "Holm p",
-            "objective",
-            "Δ objective (95% CI)",
-            "tokens",
-            "Δ tokens (95% CI)",
-        ]
-        rows = []
-        best = self.standings[0].name if self.standings else ""
-        for s in self.standings:
-            lo, hi = s.success_ci95
-            is_best = s.name == best
-            rows.append(
-                [
-                    str(s.rank),
-                    s.name + (" (best)" if is_best else ""),
-                    f"{100 * s.success:.1f} [{100 * lo:.1f}, {100 * hi:.1f}]",
-                    "" if is_best else f"{100 * s.success_diff:+.1f}",
-                    "" if is_best else f"{s.discordant[0]}/{s.discordant[1]}",
-                    "" if is_best else _p(s.p_mcnemar),
-                    "" if is_best else _p(s.p_holm),
-                    f"{s.objective:.4f}",
-                    "" if is_best else _ci(s.objective_diff, 1.0, "+.3f"),
-                    f"{s.mean_tokens:.0f}",
-                    "" if is_best else _ci(s.tokens_diff, 1.0, "+.0f"),
-                ]
-            )
-        notes = [
-            f"every contender: {budget.trials} {budget.sampler} trials × {budget.train_episodes} "
-            f"training episodes (seed {budget.train_seed}); scored on {budget.holdout_episodes} "
-            f"held-out episodes (seed {budget.holdout_seed}), common random numbers",
-            "Δ = contender − best, paired by episode; b/c = episodes only it / only the best "
-            "solved; exact McNemar p, Holm-adjusted over all pairs; intervals: paired bootstrap",
-            f"rank = 1 + contenders with higher success and Holm p < {ALPHA}: equal ranks are ties",
-        ]
-        return TextTable("shoot-out (tuned, held out)", columns, rows, notes, left=2, bold=False)
-
-    def params_table(self) -> TextTable:
-        """Each contender's tuned assignment and its training objective."""
-        rows = [
-            [
-                s.name + (" (batch-screened)" if s.screened == "batch" else ""),
-                f"{s.train_score:.4f}",
-                ", ".join(
-                    f"{path.rsplit('.', 1)[-1]}="
-                    f"{value if isinstance(value, int) else f'{value:.3g}'}"
-                    for path, value in s.best_params.items()
-                ),
-            ]
-            for s in self.standings
-        ]
-        notes = (
-            [
-                "batch-screened: trials scored on the batch engine; train objective: the winning "
-                "finalist's SimPy re-score on the training episodes"
-            ]
-            if any(s.screened == "batch" for s in self.standings)
-            else []
-        )
-        return TextTable(
-            "tuned assignments",
-            ["controller", "train objective", "best parameters"],
-            rows,
-            notes,
-            left=3,
-        )
-
-    def to_dict(self) -> dict[str, Any]:
-        """What ``shootout.json`` holds: the protocol, the standings, every pair, the wall time."""
-        summary = standings_json(self.budget, self.objective, self.standings, self.pairs)
-        summary["protocol"]["engine"] = (
-            {"trials": "batch", "finalists": self.finalists, "holdout": "simpy"}
-            if self.engine == "batch"
-            else {"trials": "simpy", "holdout": "simpy"}
-        )
-        summary["wall_seconds"] = self.wall_seconds
-        return summary
+__all__ = [
+    "DEFAULT_BUDGET",
+    "ShootoutBudget",
+    "ShootoutPlan",
+    "ShootoutResult",
+    "controller_space",
+    "shootout",
+]
 
 
 @dataclass(frozen=True)
 class Contender:
-    """A contender checked before the shoot-out: its spec data, its space, its trials' engine."""
+    """A law checked before the shoot-out: its spec data, its space, its trials' engine."""
 
     name: str
     data: dict[str, Any]  # the spec running this controller alone (``contender_data``)
@@ -194,10 +88,10 @@ class Contender:
 
 @dataclass(frozen=True)
 class ShootoutPlan:
-    """A shoot-out checked before any episode runs: the contenders that can run the spec."""
+    """A shoot-out checked before any episode runs: the laws that can run the spec."""
 
     spec: ExperimentSpec
-    budget: Budget
+    budget: ShootoutBudget
     contenders: list[Contender]
     engine: Engine = "simpy"
     finalists: int = 5
@@ -208,45 +102,72 @@ class ShootoutPlan:
         """The spec's ``[tune.objective]``, or failure alone without one."""
         return self.spec.tune.objective if self.spec.tune is not None else Objective()
 
+    @property
+    def total_trials(self) -> int:
+        """Every trial of every replicate of every law."""
+        b = self.budget
+        return sum(b.replicates * b.trials(len(c.space)) for c in self.contenders)
+
     def run(
         self, executor: ExecutorConfig, on_trial: Callable[[], None] | None = None
     ) -> ShootoutResult:
-        """Tune every contender with the same budget, then rank them on the held-out seeds.
+        """Tune every law R times, score every setting and the defaults held out, rank.
 
         Args:
             executor: Where the SimPy engine's episodes run.
-            on_trial: Called after each trial of each contender.
+            on_trial: Called after each trial of each replicate of each law.
 
         Returns:
-            The standings and every pair's test.
+            The ranking with its budget and what each law spent.
         """
         started = time.perf_counter()
-        objective, tuned = self.objective, []
+        b, objective = self.budget, self.objective
+        laws, spent = [], {}
         with open_executor(executor) as pool:
             for c in self.contenders:
                 evaluate = executor_evaluate(c.data, pool, executor.parallelism, parse_spec)
                 screen = batch_evaluate(c.data, parse_spec) if c.screened else None
-                tuned.append(
+                trials = b.trials(len(c.space))
+                replicates = [
                     tune_contender(
                         c.name,
                         c.space,
                         evaluate,
                         objective,
-                        self.budget,
+                        Budget(
+                            trials,
+                            b.train_episodes,
+                            b.holdout_episodes,
+                            b.sampler,
+                            train_seed,
+                            b.holdout_seed,
+                            sampler_seed,
+                        ),
                         on_trial,
                         screen=screen,
                         finalists=self.finalists,
                     )
-                )
-        ranked, pairs = standings(tuned, objective, self.budget.holdout_seed)
+                    for train_seed, sampler_seed in b.seeds
+                ]
+                defaults = evaluate(None, b.holdout_episodes, b.holdout_seed)
+                laws.append(LawArms(c.name, c.space, trials, replicates, defaults))
+                evaluated = sum(t.evaluated for t in replicates) * b.train_episodes
+                refits = sum(len(t.finalists) for t in replicates) * b.train_episodes
+                spent[c.name] = {
+                    "training_episodes": evaluated,
+                    "training_engine": "batch" if c.screened else "simpy",
+                    "finalist_episodes_simpy": refits,
+                    "holdout_episodes": (b.replicates + 1) * b.holdout_episodes,
+                }
         return ShootoutResult(
             self.spec.name,
-            self.budget,
+            b,
             objective,
-            ranked,
-            pairs,
+            rank_laws(laws, objective),
             self.engine,
             self.finalists,
+            {c.name: c.screened for c in self.contenders},
+            spent,
             dict(self.skipped),
             time.perf_counter() - started,
         )
@@ -254,7 +175,7 @@ class ShootoutPlan:
 
 def plan_shootout(
     spec: ExperimentSpec,
-    budget: Budget = DEFAULT_BUDGET,
+    budget: ShootoutBudget = DEFAULT_BUDGET,
     *,
     controllers: Sequence[str] | None = None,
     engine: Engine = "simpy",
@@ -267,7 +188,7 @@ def plan_shootout(
 
     Args:
         spec: The spec whose task, agent and limits every contender runs.
-        budget: Trials, episodes, sampler and seeds (the same for every contender).
+        budget: The budget rule, episodes, replicates and seeds (the same for every law).
         controllers: The contenders (registered names); default every one but the oracle,
             and then a law that cannot run the spec sits out instead of failing.
         engine: ``batch``: screen each contender's trials on the batch engine where it can.
@@ -281,9 +202,14 @@ def plan_shootout(
 
     Raises:
         SpecError: an unknown controller, a ``SPACE`` naming an unknown parameter, a
-            named contender whose space corner is no valid spec, or fewer than two left.
+            named contender whose space corner is no valid spec, fewer than two left, or
+            more replicates than the ledger has tuning seeds at that offset.
     """
     label = label or spec.name
+    try:
+        budget.seeds  # noqa: B018 - the ledger must hold every replicate's seeds
+    except ValueError as exc:
+        raise SpecError(str(exc)) from None
     known = CONTROLLERS.names()
     names = list(controllers) if controllers is not None else default_contenders(CONTROLLERS)
     unknown = [n for n in names if n not in known]
@@ -323,7 +249,7 @@ def plan_shootout(
 
 def shootout(
     spec: ExperimentSpec | str | os.PathLike[str],
-    budget: Budget = DEFAULT_BUDGET,
+    budget: ShootoutBudget = DEFAULT_BUDGET,
     executor: ExecutorConfig = IN_PROCESS,
     *,
     controllers: Sequence[str] | None = None,
@@ -332,11 +258,11 @@ def shootout(
     out: str | os.PathLike[str] | None = None,
     on_trial: Callable[[], None] | None = None,
 ) -> ShootoutResult:
-    """Tune every contender with the same budget and rank them on held-out seeds, ties as ties.
+    """Tune every law R times on equal terms, rank them held out by replicates, ties as ties.
 
     Args:
         spec: The spec (or its TOML file) whose task, agent and limits every contender runs.
-        budget: Trials, training and held-out episodes, sampler and seeds.
+        budget: The budget rule (trials = k × d), episodes, replicates, sampler and seeds.
         executor: Where the SimPy engine's episodes run (default: in this process).
         controllers: The contenders (default: every registered one but the oracle).
         engine: ``batch``: screen the trials on the lockstep batch engine, re-score the
@@ -346,7 +272,8 @@ def shootout(
         on_trial: Called after each trial.
 
     Returns:
-        The standings (``.table()``, ``.params_table()``, ``.to_dict()``).
+        The ranking (``.table()``, ``.defaults_table()``, ``.comparisons_table()``,
+        ``.params_table()``, ``.to_dict()``).
 
     Raises:
         SpecError: see ``plan_shootout``.

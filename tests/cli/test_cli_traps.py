@@ -13,7 +13,10 @@ import pytest
 from opar_sim.cli.main import main
 from opar_sim.measure.oscillation import replan_rhythm
 from opar_sim.measure.run import analyze
-from opar_sim.studies.gains import Holdout, TuneResult
+from opar_sim.spec.schema import Objective, ParamRange
+from opar_sim.studies.gains import Replicate
+from opar_sim.studies.race import Race, Round, distinct_arms
+from opar_sim.studies.recommend import TuneResult, score_holdout
 from tests.conftest import EXPERIMENTS, SPEC
 
 
@@ -130,24 +133,36 @@ def test_plot_of_an_episode_without_pid_terms_is_an_error(tmp_path, capsys):
 
 
 # -- tune says what the held-out seeds said ----------------------------------------------
-def _result(default: float, best: float, ci: tuple[float, float]) -> TuneResult:
-    holdout = Holdout(default, best, default - best, ci, 0.5, 0.5)
-    return TuneResult({"controller.params.kp": 1.0}, 0.1, holdout)
+def _result(incumbent: list[bool], tuned: list[bool]) -> TuneResult:
+    """A one-replicate tuning whose setting and the incumbent solved these held-out episodes."""
+    kp = "controller.params.kp"
+    replicate = Replicate(0, 100, 0, {kp: 2.0}, 0.1)
+    arms = distinct_arms([replicate.best_params])
+    race = Race(5, 10, arms, [Round(10, {"incumbent": 0.5, "r0": 0.4}, {}, ["r0"])])
+    rows = [
+        [
+            {"episode": i, "success": w, "tokens": 100, "replans": 0, "steps": 5}
+            for i, w in enumerate(x)
+        ]
+        for x in (incumbent, tuned)
+    ]
+    holdout = score_holdout(arms, rows, Objective(), 7)
+    space = {kp: ParamRange(low=0.5, high=3.0)}
+    return TuneResult("t", "pid", space, Objective(), {kp: 1.0}, [replicate], race, holdout, 7)
 
 
-def test_tune_does_not_say_paste_when_the_tuned_gains_lost_on_held_out_seeds():
-    from opar_sim.cli.commands.tune_cmd import holdout_verdict
-
-    worse = holdout_verdict(_result(0.40, 0.45, (-0.08, -0.02)))
-    assert "paste" not in worse and "WORSE" in worse and "keep the defaults" in worse
-    assert "0.4500 tuned against 0.4000" in worse
-    unclear = holdout_verdict(_result(0.40, 0.39, (-0.02, 0.04)))
-    assert "paste" not in unclear and "not distinguishable" in unclear and "is better" in unclear
-    # the run measured in the brief: tune_pid, 3 trials, worse in the mean, CI across 0
-    measured = holdout_verdict(_result(0.4779, 0.4840, (-0.0302, 0.0188)))
-    assert "paste" not in measured and "not distinguishable" in measured and "is worse" in measured
-    better = holdout_verdict(_result(0.40, 0.30, (0.05, 0.15)))
-    assert "paste into a spec" in better
+def test_tune_does_not_recommend_gains_that_lost_on_held_out_seeds():
+    n = 200
+    worse = _result([i < 120 for i in range(n)], [i < 90 for i in range(n)])
+    assert not worse.recommended and "keep your current gains" in worse.verdict()
+    assert "worse than them" in worse.verdict() and "0 of 1 replicates" in worse.verdict()
+    assert worse.best_toml().startswith("# keep your current gains")
+    assert "kp = 1" in worse.best_toml()  # the incumbent's value, not the tuned 2.0
+    unclear = _result([i < 120 for i in range(n)], [2 <= i < 123 for i in range(n)])
+    assert not unclear.recommended and "not distinguishable from them" in unclear.verdict()
+    better = _result([i < 90 for i in range(n)], [i < 120 for i in range(n)])
+    assert better.recommended and better.verdict().startswith("use the tuned gains")
+    assert "kp = 2" in better.best_toml() and better.best_toml().startswith("# recommended")
 
 
 # -- the command itself --------------------------------------------------------------
@@ -195,11 +210,14 @@ def test_tune_shows_a_bar_for_its_held_out_scoring(tmp_path, capsys):
     text = text.replace("train_episodes = 300", "train_episodes = 5")
     spec = tmp_path / "tune.toml"
     spec.write_text(text)
-    argv = ["tune", str(spec), "--trials", "2", "--out", str(tmp_path / "t"), "--workers", "1"]
-    assert main(argv) == 0
+    out_dir = tmp_path / "t"
+    argv = ["tune", str(spec), "--trials", "2", "--replicates", "2", "--out", str(out_dir)]
+    assert main([*argv, "--workers", "1"]) == 0
     out = capsys.readouterr().out
+    arms = len(json.loads((out_dir / "tune.json").read_text())["holdout_arms"])
     line = next(x for x in out.splitlines() if x.startswith("held-out scoring"))
-    assert "30/30" in line  # the defaults and the best gains, 15 episodes each
+    assert f"{15 * arms}/{15 * arms}" in line  # the incumbent and every setting, 15 each
+    assert next(x for x in out.splitlines() if x.startswith("race"))
 
 
 def test_a_capitalised_law_name_gets_did_you_mean(capsys):

@@ -28,7 +28,7 @@ KILLS = {"run": 8, "sweep": 6, "tune": 6}
 PROGRESS = {
     "run": ("manifest.jsonl", 1, 9),
     "sweep": ("*/manifest.jsonl", 1, 16),
-    "tune": ("optuna.journal", 1, 35),
+    "tune": ("replicate_*/optuna.journal", 1, 35),  # one journal per replicate
 }
 MOMENTS = {
     kind: [(RNG.randint(*PROGRESS[kind][1:]), RNG.uniform(0.0, 0.3)) for _ in range(n)]

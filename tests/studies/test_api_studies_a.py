@@ -7,6 +7,7 @@ the seeds its episodes ran on are the ledger's (``opar_sim.studies.seeds``).
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -19,7 +20,14 @@ from opar_sim.spec.schema import SpecError
 from opar_sim.studies import shootout as shootout_module
 from opar_sim.studies import tune as tune_module
 from opar_sim.studies.result import StudyResult
-from opar_sim.studies.seeds import HOLDOUT_SEED, QUICK_SEEDS, TUNING_SEED
+from opar_sim.studies.seeds import (
+    CONFIRM_SEED,
+    HOLDOUT_SEED,
+    QUICK_SEEDS,
+    RELEASE_HOLDOUT_SEED,
+    TUNING_SEED,
+    replicate_seeds,
+)
 from tests.conftest import EXPERIMENTS, ROOT, SPEC
 
 
@@ -51,45 +59,42 @@ def test_every_study_and_its_budget_and_result_are_in_the_api():
         with pytest.raises(AttributeError):  # frozen: a budget is a value
             getattr(api, name)().trials = 3  # type: ignore[misc]
     assert {"TuneResult", "ShootoutResult", "RefitResult", "ClaimsResult"} <= set(api.__all__)
-    assert api.ShootoutBudget().train_seed == TUNING_SEED
-    assert api.ShootoutBudget().holdout_seed == HOLDOUT_SEED
+    assert api.ShootoutBudget().seeds == replicate_seeds(5)
+    assert api.ShootoutBudget().seeds[0][0] == TUNING_SEED
+    assert api.ShootoutBudget().holdout_seed == RELEASE_HOLDOUT_SEED
 
 
 def test_tune_screens_on_batch_confirms_on_simpy_and_holds_out_on_the_ledger_seed(
     tmp_path, seeds_run
 ):
-    spec = with_overrides(load_spec(EXPERIMENTS / "tune_pid.toml"), seed=TUNING_SEED)
-    budget = api.TuneBudget(trials=2, train_episodes=6, holdout_episodes=8)
+    spec = load_spec(EXPERIMENTS / "tune_pid.toml")
+    budget = api.TuneBudget(trials=2, train_episodes=6, holdout_episodes=8, replicates=2)
     out = tmp_path / "tune"
     result = api.tune(spec, budget, engine="batch", finalists=2, out=out)
     assert isinstance(result, StudyResult) and isinstance(result, api.TuneResult)
-    assert len(result.trials) == 2 and 1 <= len(result.finalists) <= 2
-    # the finalists re-scored on the training seed, then the defaults and the best held out
-    assert seeds_run[: len(result.finalists)] == [(6, TUNING_SEED)] * len(result.finalists)
-    assert seeds_run[len(result.finalists) :] == [(8, HOLDOUT_SEED)] * 2
+    assert [len(r.trials) for r in result.replicates] == [2, 2]
+    # each replicate's finalists re-scored on its own training seed (SimPy) ...
+    (first, _), (second, _) = replicate_seeds(2)
+    counts = [len(r.finalists) for r in result.replicates]
+    assert seeds_run[: sum(counts)] == [(6, first)] * counts[0] + [(6, second)] * counts[1]
+    rest = seeds_run[sum(counts) :]
+    # ... then the race on the confirmation seed, then every arm on the release hold-out
+    arms = len(result.holdout)
+    assert rest[-arms:] == [(8, RELEASE_HOLDOUT_SEED)] * arms
+    assert {seed for _, seed in rest[:-arms]} == {CONFIRM_SEED}
     table = result.table()
-    assert table.columns == ["gains", "train objective", "held-out objective", "held-out success"]
-    assert [row[0] for row in table.rows] == ["spec defaults", "tuned (best)"]
+    assert table.columns == ["", "value"]
+    assert table.rows[0] == ["verdict", result.to_dict()["recommendation"]["verdict"]]
     data = result.to_dict()
-    assert set(data) == {
-        "best_params",
-        "best_train_score",
-        "holdout",
-        "importances",
-        "engines",
-        "finalists",
-    }
-    assert table.rows[1][1] == f"{data['best_train_score']:.4f}"
-    assert table.rows[0][2] == f"{data['holdout']['default_score']:.4f}"
-    assert table.rows[1][3] == f"{data['holdout']['best_success']:.1%}"
-    winner = min(data["finalists"], key=lambda f: (f["score"], f["number"]))
-    assert data["best_params"] == winner["params"]
-    assert data["best_train_score"] == winner["score"]
+    assert data["protocol"]["train_seeds"] == [first, second]
+    assert data["protocol"]["confirm_seed"] == CONFIRM_SEED
+    assert data["protocol"]["holdout_seed"] == RELEASE_HOLDOUT_SEED
+    assert data["holdout"]["default_score"] == result.holdout[0].objective
     # with out: the files the command writes, tune.json being to_dict()
     assert json.loads((out / "tune.json").read_text()) == json.loads(json.dumps(data))
-    assert len((out / "trials.jsonl").read_text().splitlines()) == 2
+    assert len((out / "trials.jsonl").read_text().splitlines()) == 4
     setup = json.loads((out / "tune_setup.json").read_text())
-    assert setup["tune"]["holdout_seed"] == HOLDOUT_SEED and setup["spec"]["seed"] == TUNING_SEED
+    assert setup["tune"]["holdout_seed"] == RELEASE_HOLDOUT_SEED and setup["replicates"] == 2
 
 
 def test_tune_refuses_a_spec_without_a_tune_table():
@@ -98,42 +103,47 @@ def test_tune_refuses_a_spec_without_a_tune_table():
 
 
 def test_shootout_ranks_two_contenders_on_the_ledger_seeds(seeds_run):
-    budget = api.ShootoutBudget(trials=2, train_episodes=6, holdout_episodes=10)
+    budget = api.ShootoutBudget(trials_per_dim=1, train_episodes=6, holdout_episodes=10)
+    budget = replace(budget, replicates=2)
     result = api.shootout(
         SPEC, budget, controllers=["pid", "threshold"], engine="batch", finalists=1
     )
     assert isinstance(result, StudyResult) and isinstance(result, api.ShootoutResult)
-    # one finalist per contender on the training seed, then its best held out
-    assert seeds_run == [(6, TUNING_SEED), (10, HOLDOUT_SEED)] * 2
+    # per law: each replicate's finalist on its own training seed and its best held out,
+    # then the law's shipped defaults held out
+    (first, _), (second, _) = replicate_seeds(2)
+    per_law = [(6, first), (10, RELEASE_HOLDOUT_SEED), (6, second), (10, RELEASE_HOLDOUT_SEED)]
+    assert seeds_run == [*per_law, (10, RELEASE_HOLDOUT_SEED)] * 2
     table = result.table()
-    assert table.columns[:3] == ["rank", "controller", "success % (95% CI)"]
-    assert len(table.columns) == 11 and len(table.rows) == 2
+    assert table.columns[:3] == ["rank", "law", "success % mean (sd)"]
+    assert len(table.rows) == 2
     data = result.to_dict()
     protocol = data["protocol"]
-    assert protocol["train_seed"] == protocol["sampler_seed"] == TUNING_SEED
-    assert protocol["holdout_seed"] == HOLDOUT_SEED
+    assert protocol["train_seeds"] == [first, second] and protocol["sampler_seeds"] == [0, 1]
+    assert protocol["holdout_seed"] == RELEASE_HOLDOUT_SEED
     assert protocol["engine"] == {"trials": "batch", "finalists": 1, "holdout": "simpy"}
-    assert protocol["trials"] == 2 and protocol["holdout_episodes"] == 10
-    names = [c["name"] for c in data["contenders"]]
-    assert sorted(names) == ["pid", "threshold"] and len(data["pairs"]) == 1
-    for row, contender in zip(table.rows, data["contenders"], strict=True):
-        assert row[0] == str(contender["rank"])
-        assert row[1].split()[0] == contender["name"]
-        assert row[2].startswith(f"{100 * contender['holdout']['success']:.1f} [")
-        assert row[7] == f"{contender['holdout']['objective']:.4f}"
-        assert contender["holdout"]["episodes"] == 10
-        assert contender["trials_engine"] == "batch" and len(contender["finalists"]) == 1
-    assert table.rows[0][1].endswith("(best)") and data["contenders"][0]["rank"] == 1
+    assert protocol["trials_per_dim"] == 1 and protocol["holdout_episodes"] == 10
+    names = [law["name"] for law in data["laws"]]
+    assert sorted(names) == ["pid", "threshold"]
+    for row, law in zip(table.rows, data["laws"], strict=True):
+        assert row[0].lstrip("=") == str(law["rank"])
+        assert row[1].split()[0] == law["name"]
+        assert row[2].startswith(f"{100 * law['holdout_success']['mean']:.1f} (")
+        assert law["trials_engine"] == "batch" and law["defaults"]["episodes"] == 10
+        assert len(law["tuned_params"]) == 2
+        assert law["trials_per_replicate"] == law["dimension"]  # 1 × d
+    pid = next(law for law in data["laws"] if law["name"] == "pid")
+    assert pid["dimension"] == 8  # seven gains and the shared confirm
     params = result.params_table()
-    assert [r[0] for r in params.rows] == [f"{n} (batch-screened)" for n in names]
+    assert [r[1] for r in params.rows] == ["r0", "r1"] * 2
     json.dumps(data)  # what the command writes: plain JSON
 
 
 def test_shootout_needs_two_known_contenders():
     with pytest.raises(SpecError, match="unknown controller"):
-        api.shootout(SPEC, api.ShootoutBudget(trials=1), controllers=["pid", "nope"])
+        api.shootout(SPEC, api.ShootoutBudget(trials_per_dim=1), controllers=["pid", "nope"])
     with pytest.raises(SpecError, match="fewer than two"):
-        api.shootout(SPEC, api.ShootoutBudget(trials=1), controllers=["pid"])
+        api.shootout(SPEC, api.ShootoutBudget(trials_per_dim=1), controllers=["pid"])
 
 
 def test_refit_records_the_fit_on_the_tuning_seed_and_checks_it_held_out(monkeypatch):

@@ -55,8 +55,9 @@ def test_optuna_dashboard_lists_the_tune_study_and_its_trials(tmp_path, capsys):
     base = (EXPERIMENTS / "flight_booking.toml").read_text()
     spec.write_text(base + TUNE)
     out = tmp_path / "t"
-    assert main(["tune", str(spec), "--workers", "1", "--out", str(out)]) == 0
-    journal = out / JOURNAL_FILE
+    argv = ["tune", str(spec), "--replicates", "2", "--workers", "1", "--out", str(out)]
+    assert main(argv) == 0
+    journal = out / "replicate_1" / JOURNAL_FILE  # one journal per replicate, one study each
     assert journal.is_file()
     app = dashboard.wsgi(journal_storage(journal, resume=False))
     status, body = _get(app, "/api/studies")

@@ -1,4 +1,4 @@
-"""Gain tuning: the objective, held-out scoring with a paired interval, and the command."""
+"""Gain tuning: the objective, one replicate's search, the finalists, and the command."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from opar_sim.cli.main import main
 from opar_sim.running.search import paired_bootstrap
 from opar_sim.spec.build import parse_spec
 from opar_sim.spec.schema import Objective, ParamRange, SpecError, TuneSpec
-from opar_sim.studies.gains import toml_snippet, tune_gains
+from opar_sim.studies.gains import search_replicate, toml_snippet
 
 
 def row(success: bool, tokens: int = 0, replans: int = 0, steps: int = 10, episode: int = 0):
@@ -34,7 +34,7 @@ def test_paired_bootstrap_brackets_a_constant_difference():
     assert paired_bootstrap([1.0, 2.0, 3.0], [0.5, 1.5, 2.5], seed=0) == (0.5, 0.5)
 
 
-def test_tuner_finds_the_minimum_and_scores_it_on_held_out_seeds():
+def test_a_replicate_finds_the_minimum_on_its_training_seed_only():
     space = {"controller.params.kp": ParamRange(low=0.1, high=10.0, log=True)}
     spec = TuneSpec(trials=30, train_episodes=20, holdout_episodes=50, space=space)
     seen_seeds = set()
@@ -45,13 +45,12 @@ def test_tuner_finds_the_minimum_and_scores_it_on_held_out_seeds():
         # success iff kp is within a band around 3 (deterministic, per episode)
         return [row(abs(kp - 3.0) < 0.3 * (1 + i % 3), episode=i) for i in range(episodes)]
 
-    result = tune_gains(spec, evaluate, seed=7)
+    result = search_replicate(spec, evaluate, train_seed=7, sampler_seed=2, index=4)
     assert abs(result.best_params["controller.params.kp"] - 3.0) < 0.9
-    assert seen_seeds == {7, spec.holdout_seed}
-    assert result.holdout.default_score == 1.0  # kp = 1 fails every held-out episode
-    assert result.holdout.improvement > 0.5
-    lo, hi = result.holdout.improvement_ci95
-    assert lo <= result.holdout.improvement <= hi
+    assert seen_seeds == {7}  # a replicate never touches the race's or the hold-out's seeds
+    assert (result.index, result.train_seed, result.sampler_seed) == (4, 7, 2)
+    assert len(result.trials) == 30
+    assert result.best_train_score == min(t.score for t in result.trials)
 
 
 def test_toml_snippet_round_trips():
@@ -95,10 +94,17 @@ def test_tune_command_writes_gains_history_and_scores(tmp_path, capsys):
         "controller.params.threshold_valid",
     }
     assert "improvement_ci95" in summary["holdout"]
-    assert len((out / "trials.jsonl").read_text().splitlines()) == 4
+    assert len(summary["replicates"]) == 5  # the default
+    trials = [json.loads(line) for line in (out / "trials.jsonl").read_text().splitlines()]
+    assert [t["replicate"] for t in trials] == [r for r in range(5) for _ in range(4)]
     for name in ("best.toml", "history.png", "landscape.png"):
         assert (out / name).is_file(), name
-    assert "held-out improvement" in capsys.readouterr().out
+    for r in range(5):
+        assert (out / f"replicate_{r}" / "optuna.journal").is_file()
+    printed = capsys.readouterr().out
+    assert "recommendation" in printed and summary["recommendation"]["verdict"] in printed
+    best = (out / "best.toml").read_text()
+    assert best.startswith("# ") and tomllib.loads(best)["controller"]["params"]
 
 
 def test_a_space_outside_the_valid_range_is_rejected_before_running(tmp_path, capsys):
@@ -130,7 +136,7 @@ def test_screening_engine_picks_finalists_and_the_reference_decides():
 
     objective = Objective(failure=1.0, tokens=1e-4, replan_rate=0.0)
     spec = spec.model_copy(update={"objective": objective})
-    result = tune_gains(spec, screen, seed=3, confirm=reference, finalists=4)
+    result = search_replicate(spec, screen, 3, 3, confirm=reference, finalists=4)
     assert len(result.finalists) == 4
     screened = sorted(result.trials, key=lambda t: (t.score, t.number))[:4]
     assert [f.number for f in result.finalists] == [t.number for t in screened]
@@ -141,11 +147,10 @@ def test_screening_engine_picks_finalists_and_the_reference_decides():
     winner = min(result.finalists, key=lambda f: (f.score, f.number))
     assert result.best_params == winner.params
     assert result.best_train_score == winner.score
-    # the trials ran on the screen, the finalists and both held-out scorings on the reference
+    # the trials ran on the screen, the finalists on the reference, all on the training seed
     assert calls.count(("screen", 3)) == 12
     assert calls.count(("reference", 3)) == 4
-    assert calls.count(("reference", spec.holdout_seed)) == 2
-    assert ("screen", spec.holdout_seed) not in calls
+    assert len(calls) == 16
 
 
 BATCH_TUNE = """
@@ -173,10 +178,12 @@ def test_tune_engine_batch_screens_then_confirms_on_simpy(tmp_path, capsys):
     assert main([*argv, "--out", str(out)]) == 0
     summary = json.loads((out / "tune.json").read_text())
     assert summary["engines"] == {"trials": "batch", "finalists": "simpy", "holdout": "simpy"}
-    assert len(summary["finalists"]) == 2
-    best = min(summary["finalists"], key=lambda f: (f["score"], f["number"]))
-    assert summary["best_params"] == best["params"]
-    assert summary["best_train_score"] == best["score"]
+    assert summary["protocol"]["engines"]["race"] == "simpy"
+    for replicate in summary["replicates"]:
+        assert len(replicate["finalists"]) == 2
+        best = min(replicate["finalists"], key=lambda f: (f["score"], f["number"]))
+        assert replicate["best_params"] == best["params"]
+        assert replicate["best_train_score"] == best["score"]
     text = capsys.readouterr().out
     assert "screened on the batch engine" in text
     assert "re-scored on the SimPy engine" in text

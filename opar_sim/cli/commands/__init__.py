@@ -49,7 +49,8 @@ COMMANDS: tuple[Command, ...] = (
     ),
     Command(
         "tune",
-        "tune controller gains with Optuna; report train and held-out scores",
+        "tune controller gains in R replicates, race them against the spec's own and recommend "
+        "new gains only when they beat them held out",
         group="everyday",
     ),
     Command(
@@ -109,7 +110,8 @@ COMMANDS: tuple[Command, ...] = (
     ),
     Command(
         "shootout",
-        "tune every controller with the same budget, rank them on held-out seeds (ties as ties)",
+        "tune every controller R times on equal terms, rank them on held-out seeds by replicates "
+        "(ties as ties)",
         group="studies",
     ),
     Command(

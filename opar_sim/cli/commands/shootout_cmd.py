@@ -1,10 +1,10 @@
-"""``opar-sim shootout SPEC``: every controller tuned with the same budget, ranked on unseen seeds.
+"""``opar-sim shootout SPEC``: every law tuned R times on equal terms, ranked on unseen seeds.
 
-The protocol is ``opar_sim.studies.shootout``'s: same sampler, trials and
-training seeds for every contender, each searched over its documented
-``SPACE`` plus the shared stop confirmation; scored on held-out seeds; paired
-differences against the best with exact McNemar, Holm and paired bootstrap
-intervals; ties ranked as ties.
+The protocol is ``opar_sim.studies.shootout``'s: R tuning replicates per law (the same
+training and sampler seeds for every law), trials = k × d over the law's documented
+``SPACE`` plus the shared stop confirmation, every replicate and every law's defaults on
+the same held-out episodes, replicate-level paired comparisons with the leader (t
+interval, Holm), ties ranked as ties.
 """
 
 from __future__ import annotations
@@ -28,12 +28,16 @@ from opar_sim.cli.render import progress_bar
 from opar_sim.extras import install_hint
 from opar_sim.rundir import prepare_out_dir, write_json
 from opar_sim.spec.build import load_spec
-from opar_sim.studies.contender import Budget, default_contenders
-from opar_sim.studies.shootout import ShootoutPlan, ShootoutResult, plan_shootout
+from opar_sim.spec.schema import ExperimentSpec
+from opar_sim.studies.contender import default_contenders
+from opar_sim.studies.shootout import ShootoutBudget, ShootoutPlan, ShootoutResult, plan_shootout
 
 NAME = "shootout"
-HELP = "tune every controller with the same budget, rank them on held-out seeds (ties as ties)"
-DEFAULT = Budget()
+HELP = (
+    "tune every controller R times on equal terms, rank them on held-out seeds by replicates "
+    "(ties as ties)"
+)
+DEFAULT = ShootoutBudget()
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -44,17 +48,30 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="comma-separated registered controllers (default: all but the oracle)",
     )
     parser.add_argument(
-        "--trials",
+        "--trials-per-dim",
         type=int_at_least(1),
-        default=DEFAULT.trials,
-        help=f"Optuna trials per contender (default {DEFAULT.trials})",
+        default=DEFAULT.trials_per_dim,
+        help=f"k: each replicate of a law runs k × d trials, d its parameters + the shared "
+        f"confirm (default {DEFAULT.trials_per_dim})",
+    )
+    parser.add_argument(
+        "--replicates",
+        type=int_at_least(1),
+        default=DEFAULT.replicates,
+        help=f"tuning replicates per law (default {DEFAULT.replicates})",
+    )
+    parser.add_argument(
+        "--seed",
+        type=int_at_least(0),
+        default=0,
+        help="seed offset S: replicate r trains on the ledger's tuning seed S·R + r with "
+        "sampler seed S·R + r (default 0)",
     )
     parser.add_argument(
         "--train-episodes",
         type=int_at_least(1),
         default=DEFAULT.train_episodes,
-        help=f"training episodes per trial, seed {DEFAULT.train_seed} "
-        f"(default {DEFAULT.train_episodes})",
+        help=f"training episodes per trial (default {DEFAULT.train_episodes})",
     )
     parser.add_argument(
         "--holdout-episodes",
@@ -111,10 +128,35 @@ def run(args: argparse.Namespace, console: Console) -> int:
     except ImportError:
         raise UsageError(f"optuna is not installed: {install_hint('tune')}") from None
     spec = load_spec(args.spec)
+    plan = _plan(args, spec, console)
+    out: Path = args.out or default_out(f"{spec.name}-shootout")
+    prepare_out_dir(out)
+    console.print(_header(plan))
+    config = executor_config(args)
+    require_backends(spec)
+    with progress_bar(console, unit="") as bar:
+        job = bar.add_task("trials", total=plan.total_trials)
+        result = plan.run(config, lambda: bar.advance(job))
+    out.mkdir(parents=True, exist_ok=True)
+    write_json(out / "shootout.json", result.to_dict())
+    _show(console, out, result, _figure(out, result))
+    return 0
+
+
+def _plan(args: argparse.Namespace, spec: ExperimentSpec, console: Console) -> ShootoutPlan:
+    """The plan of the command line's budget; what sits out or is not screened is printed."""
     names = contenders_of(args.controllers)
-    plan = plan_shootout(
+    budget = ShootoutBudget(
+        args.trials_per_dim,
+        args.train_episodes,
+        args.holdout_episodes,
+        args.replicates,
+        args.sampler,
+        args.seed,
+    )
+    return plan_shootout(
         spec,
-        Budget(args.trials, args.train_episodes, args.holdout_episodes, args.sampler),
+        budget,
         controllers=None if args.controllers is None else names,
         engine=args.engine,
         finalists=args.finalists,
@@ -126,31 +168,20 @@ def run(args: argparse.Namespace, console: Console) -> int:
             f"{name}: trials on the SimPy engine ({why})", markup=False
         ),
     )
-    out: Path = args.out or default_out(f"{spec.name}-shootout")
-    prepare_out_dir(out)
-    console.print(_header(plan))
-    config = executor_config(args)
-    require_backends(spec)
-    with progress_bar(console, unit="") as bar:
-        job = bar.add_task("trials", total=plan.budget.trials * len(plan.contenders))
-        result = plan.run(config, lambda: bar.advance(job))
-    out.mkdir(parents=True, exist_ok=True)
-    write_json(out / "shootout.json", result.to_dict())
-    _show(console, out, result, _figure(out, result))
-    return 0
 
 
 def _header(plan: ShootoutPlan) -> str:
     budget, n = plan.budget, len(plan.contenders)
     screened = sum(c.screened for c in plan.contenders)
+    seeds = budget.seeds
     return (
-        f"[bold]{plan.spec.name}[/]: {n} contenders × {budget.trials} trials "
-        f"({budget.sampler}) × {budget.train_episodes} training episodes (seed "
-        f"{budget.train_seed}); held out: {budget.holdout_episodes} episodes "
-        f"(seed {budget.holdout_seed})"
+        f"[bold]{plan.spec.name}[/]: {n} laws × {budget.replicates} replicates × "
+        f"{budget.trials_per_dim}·d trials ({budget.sampler}) × {budget.train_episodes} training "
+        f"episodes (tuning seeds {seeds[0][0]}–{seeds[-1][0]}); held out: "
+        f"{budget.holdout_episodes} episodes (seed {budget.holdout_seed})"
         + (
             f"; trials screened on the batch engine ({screened} of {n} "
-            f"contenders), the {plan.finalists} best re-scored on the SimPy engine"
+            f"laws), the {plan.finalists} best re-scored on the SimPy engine"
             if plan.engine == "batch"
             else ""
         )
@@ -165,10 +196,11 @@ def _figure(out: Path, result: ShootoutResult) -> list[str]:
     return save(
         tuning.shootout_figure(
             [s.name for s in ranked],
-            [s.success for s in ranked],
-            [s.success_ci95 for s in ranked],
+            [s.success.mean for s in ranked],
+            [(s.success.low, s.success.high) for s in ranked],
             [s.rank for s in ranked],
-            f"{result.name}: tuned contenders on held-out seeds",
+            f"{result.name}: {result.budget.replicates} tuning replicates per law, held out",
+            interval="mean of the replicates, bars: their min–max",
         ),
         str(out / "shootout"),
     )
@@ -176,6 +208,8 @@ def _figure(out: Path, result: ShootoutResult) -> list[str]:
 
 def _show(console: Console, out: Path, result: ShootoutResult, figures: list[str]) -> None:
     console.print(result.table().to_rich())
+    console.print(result.comparisons_table().to_rich())
+    console.print(result.defaults_table().to_rich())
     console.print(result.params_table().to_rich())
     console.print(f"wall time: {result.wall_seconds:.0f} s")
     console.print(f"shoot-out directory: [green]{escape(str(out))}[/]")

@@ -1,11 +1,11 @@
-"""``opar-sim tune SPEC``: search controller gains with Optuna, scored on held-out seeds."""
+"""``opar-sim tune SPEC``: R tuning replicates, raced against the spec's gains, judged held out."""
 
 from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.markup import escape
@@ -20,34 +20,54 @@ from opar_sim.cli.commands.common import (
 )
 from opar_sim.cli.render import progress_bar
 from opar_sim.extras import install_hint
-from opar_sim.running.search import JOURNAL_FILE, journal_storage
 from opar_sim.spec.build import load_spec
-from opar_sim.spec.edit import with_overrides
-from opar_sim.studies.finalists import Trial
-from opar_sim.studies.gains import TuneResult, holdout_verdict, toml_snippet
-from opar_sim.studies.tune import TuneBudget, TunePlan, open_tuning_dir, plan_tuning, write_tuning
+from opar_sim.studies.recommend import TuneResult
+from opar_sim.studies.tune import (
+    DEFAULT_REPLICATES,
+    TuneBudget,
+    TunePlan,
+    open_tuning_dir,
+    plan_tuning,
+    replicate_storages,
+    write_tuning,
+)
 
 if TYPE_CHECKING:
-    from rich.progress import Progress
+    from rich.progress import Progress, TaskID
 
 NAME = "tune"
-HELP = "tune controller gains with Optuna; report train and held-out scores"
+HELP = (
+    "tune controller gains in R replicates, race them against the spec's own and recommend "
+    "new gains only when they beat them held out"
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """A spec with a ``[tune]`` table, overrides of its trials and sampler, seed, ``--out``.
+    """A spec with a ``[tune]`` table, overrides of its trials and sampler, replicates, ``--out``.
 
     Also the executor flags: the trials' episodes run there.
     """
     parser.add_argument("spec", help="experiment spec (TOML) with a [tune] table")
     parser.add_argument("--trials", type=int_at_least(1), help="override [tune] trials")
     parser.add_argument("--sampler", choices=("tpe", "cmaes"), help="override [tune] sampler")
-    parser.add_argument("--seed", type=int_at_least(0), help="training seed (default: the spec's)")
+    parser.add_argument(
+        "--replicates",
+        type=int_at_least(1),
+        default=DEFAULT_REPLICATES,
+        help=f"independent tuning replicates (default {DEFAULT_REPLICATES})",
+    )
+    parser.add_argument(
+        "--seed",
+        type=int_at_least(0),
+        default=0,
+        help="seed offset S: replicate r trains on the ledger's tuning seed S·R + r with "
+        "sampler seed S·R + r (default 0: tuning seeds 100..; the spec's seed is not used)",
+    )
     parser.add_argument("--out", type=Path, help="output directory (default: runs/NAME/TIMESTAMP)")
     parser.add_argument(
         "--resume",
         action="store_true",
-        help="finish an interrupted tuning in --out (its Optuna journal, optuna.journal)",
+        help="finish an interrupted tuning in --out (its replicates' Optuna journals)",
     )
     parser.add_argument(
         "--engine",
@@ -55,7 +75,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default="simpy",
         help="simpy: every trial on the reference engine (default); batch: screen the trials "
         "on the lockstep batch engine, then re-score the --finalists best on the SimPy engine "
-        "(same training seed) and score the held-out seeds there (see docs/batch.md)",
+        "(same training seed); the race and the held-out seeds run on SimPy (docs/batch.md)",
     )
     parser.add_argument(
         "--finalists",
@@ -67,17 +87,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, console: Console) -> int:
-    """Tune the gains and report the best against the spec's own on held-out seeds.
+    """Tune in replicates, race, score held out; print the recommendation and write the files.
 
-    Writes ``trials.jsonl``, ``best.toml``, ``tune.json`` and the history (and,
-    with two or more gains, landscape) figures; prints the result table and the
-    best gains as TOML.
+    Writes ``trials.jsonl``, ``best.toml`` (the recommendation or the incumbent),
+    ``tune.json`` and the history (and, with two or more gains, landscape) figures.
 
     Returns:
         0; a missing optuna or ``[tune]`` table is a usage error (exit 2).
     """
     _require_optuna()
-    spec = with_overrides(load_spec(args.spec), seed=args.seed)
+    spec = load_spec(args.spec)
     if spec.tune is None:
         raise UsageError(f"{args.spec}: no [tune] table: nothing to tune")
     if args.resume and args.out is None:
@@ -85,16 +104,20 @@ def run(args: argparse.Namespace, console: Console) -> int:
     out: Path = args.out or default_out(f"{spec.name}-tune")
     config = executor_config(args)
     require_backends(spec)
-    budget = TuneBudget(trials=args.trials, sampler=args.sampler)
-    plan = plan_tuning(spec, budget, engine=args.engine, finalists=args.finalists, label=args.spec)
+    budget = TuneBudget(trials=args.trials, sampler=args.sampler, replicates=args.replicates)
+    plan = plan_tuning(
+        spec,
+        budget,
+        engine=args.engine,
+        finalists=args.finalists,
+        seed_offset=args.seed,
+        label=args.spec,
+    )
     console.print(_header(plan))
     resume = open_tuning_dir(out, plan.setup(), args.resume)
-    storage = journal_storage(out / JOURNAL_FILE, resume=resume)
+    storages = replicate_storages(out, plan.replicates, resume)
     with progress_bar(console, unit="") as bar:
-        on_trial, on_chunk = _progress(bar, plan)
-        result = plan.run(
-            config, storage=storage, resume=resume, on_trial=on_trial, on_episodes=on_chunk
-        )
+        result = plan.run(config, storages=storages, resume=resume, **_progress(bar, plan))
     write_tuning(out, result)
     _show(console, out, result, _figures(out, plan, result))
     return 0
@@ -107,25 +130,33 @@ def _require_optuna() -> None:
         raise UsageError(f"optuna is not installed: {install_hint('tune')}") from None
 
 
-def _progress(
-    bar: Progress, plan: TunePlan
-) -> tuple[Callable[[Trial], None], Callable[[int], None]]:
-    """The trials' bar; after the trials, the held-out scoring's (the defaults and the best)."""
-    job = bar.add_task("trials", total=plan.settings.trials)
-    scoring = bar.add_task("held-out scoring", total=plan.holdout_total, visible=False)
+def _progress(bar: Progress, plan: TunePlan) -> dict[str, Callable[..., None]]:
+    """The trials' bar; then one bar for the race and one for the held-out scoring."""
+    job = bar.add_task("trials", total=plan.settings.trials * plan.replicates)
+    stage: list[TaskID] = []
+
+    def on_stage(name: str, total: int) -> None:
+        stage.append(bar.add_task(name, total=total))
 
     def on_chunk(episodes: int) -> None:
-        if bar.tasks[job].finished:
-            bar.update(scoring, advance=episodes, visible=True)
+        if stage:
+            bar.advance(stage[-1], episodes)
 
-    return (lambda _trial: bar.advance(job)), on_chunk
+    def on_trial(_trial: Any) -> None:
+        bar.advance(job)
+
+    return {"on_trial": on_trial, "on_episodes": on_chunk, "on_stage": on_stage}
 
 
 def _header(plan: TunePlan) -> str:
     settings = plan.settings
+    seeds = plan.seeds
     return (
-        f"[bold]{plan.spec.name}[/]: {settings.trials} trials ({settings.sampler}) × "
-        f"{settings.train_episodes} training episodes, held out: {settings.holdout_episodes}"
+        f"[bold]{plan.spec.name}[/]: {plan.replicates} replicates × {settings.trials} trials "
+        f"({settings.sampler}) × {settings.train_episodes} training episodes (tuning seeds "
+        f"{seeds[0][0]}–{seeds[-1][0]}, sampler seeds {seeds[0][1]}–{seeds[-1][1]}); race on "
+        f"{plan.race_episodes} episodes; held out: {settings.holdout_episodes} episodes (seed "
+        f"{settings.holdout_seed})"
         + (
             f"; trials screened on the batch engine, the {plan.finalists} best re-scored "
             "on the SimPy engine"
@@ -136,35 +167,38 @@ def _header(plan: TunePlan) -> str:
 
 
 def _show(console: Console, out: Path, result: TuneResult, figures: list[str]) -> None:
-    if result.finalists:
-        console.print(result.finalist_table().to_rich())
+    console.print(result.replicates_table().to_rich())
+    console.print(result.race_table().to_rich())
+    console.print(result.arms_table().to_rich())
     console.print(result.table().to_rich())
-    console.print(holdout_verdict(result), highlight=False)
-    console.print(toml_snippet(result.best_params), markup=False)
+    console.print(result.best_toml(), markup=False, highlight=False)
     console.print(f"tune directory: [green]{escape(str(out))}[/]")
     for figure in figures:
         console.print(f"figure: [green]{escape(str(figure))}[/]")
 
 
 def _figures(out: Path, plan: TunePlan, result: TuneResult) -> list[str]:
+    """The search history and landscape of the replicate that found the race's winner."""
     from opar_sim.figures import tuning  # matplotlib only when drawing
     from opar_sim.figures.style import save  # matplotlib only when drawing
 
-    name = plan.spec.name
-    numbers = [t.number for t in result.trials]
-    scores = [t.score for t in result.trials]
+    found = result.race.winner.replicates
+    rep = result.replicates[found[0] if found else 0]
+    name = f"{plan.spec.name}, replicate r{rep.index} (tuning seed {rep.train_seed})"
+    numbers = [t.number for t in rep.trials]
+    scores = [t.score for t in rep.trials]
     figures = save(
         tuning.tune_history(numbers, scores, f"{name}: optimisation history"), str(out / "history")
     )
-    ranked = sorted(plan.settings.space, key=lambda p: -result.importances.get(p, 0.0))
+    ranked = sorted(plan.settings.space, key=lambda p: -rep.importances.get(p, 0.0))
     if len(ranked) >= 2:
         a, b = ranked[0], ranked[1]
         fig = tuning.tune_landscape(
-            [t.params[a] for t in result.trials],
-            [t.params[b] for t in result.trials],
+            [t.params[a] for t in rep.trials],
+            [t.params[b] for t in rep.trials],
             scores,
             (a, b),
-            (result.best_params[a], result.best_params[b]),
+            (rep.best_params[a], rep.best_params[b]),
             f"{name}: objective over the two most important gains",
         )
         figures += save(fig, str(out / "landscape"))
