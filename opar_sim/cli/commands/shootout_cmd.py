@@ -17,11 +17,13 @@ from rich.markup import escape
 
 from controllers.registry import CONTROLLERS
 from opar_sim.cli.commands.common import (
+    MAX_TRIALS,
     UsageError,
     add_executor_flags,
     default_out,
     executor_config,
     int_at_least,
+    int_between,
     require_backends,
 )
 from opar_sim.cli.render import progress_bar
@@ -45,9 +47,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--trials",
-        type=int_at_least(1),
+        type=int_between(1, MAX_TRIALS),
         default=DEFAULT.trials,
-        help=f"Optuna trials per contender (default {DEFAULT.trials})",
+        help=f"Optuna trials per contender (default {DEFAULT.trials}, at most {MAX_TRIALS:,})",
     )
     parser.add_argument(
         "--train-episodes",
