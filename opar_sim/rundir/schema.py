@@ -389,6 +389,15 @@ CALL_CHECKS = {  # calls.jsonl (LLM runs): its own rows, checked the same way
     "cache_hit": ("bool?", False),
     "error": ("str?", False),
 }
+REPLAY_CHECKS = {  # replay_<controller>.jsonl: a replay's verdict per recorded episode
+    "episode": ("int", True),
+    "recorded_controller": ("str", True),
+    "recorded_outcome": ("str", False),
+    "recorded_steps": ("int", False),
+    "verdict": ("str", False),
+    "at_step": ("int?", False),
+    "outcome": ("str?", False),
+}
 _WORDS = {
     "int": "a whole number",
     "num": "a number",
