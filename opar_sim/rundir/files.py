@@ -417,8 +417,63 @@ def stopped_write(out: Path) -> str | None:
     )
 
 
+def check_run_files(path: Path) -> None:
+    """When a run is opened: its chunk files' sizes against its manifest (quick, not whole).
+
+    An emptied file, or one that goes on past its recorded end while its recorded part
+    is intact (appended to, concatenated twice; a finished run), is named here, before
+    any command reads it; any other difference (an edit) is named by the reader that
+    reads the file, at its line (``read_jsonl``).  A run without a manifest (written
+    before manifests, or by hand) is not checked.
+
+    Raises:
+        RunDirError: naming the file and what its manifest records.
+    """
+    manifest = path / MANIFEST_FILE
+    if not (manifest.exists() or manifest.is_symlink()):
+        return
+    data = read_input(manifest)
+    finished = (path / SUMMARY_FILE).is_file()
+    for name in CHUNK_FILES:
+        file = path / name
+        if not (file.exists() or file.is_symlink()):
+            continue
+        try:
+            chunks = read_chunks(data, name, manifest)
+        except ManifestError as exc:
+            raise RunDirError(str(exc)) from None
+        end = chunks[-1].end if chunks else 0
+        with open_input(file) as f:
+            size = os.fstat(f.fileno()).st_size
+            if size == 0 and end > 0:
+                raise RunDirError(
+                    f"{file}: 0 bytes, shorter than its manifest records ({end:,} bytes): "
+                    "emptied after the run was written"
+                )
+            if finished and size > end and _intact(FileCheck(file, chunks, size, False), f):
+                tail = f.read(1 << 16)
+                if b"\n" in tail or size - end > len(tail):  # more than a torn last line
+                    raise RunDirError(FileCheck(file, chunks, size, True).past())
+
+
+def _intact(check: FileCheck, f: IO[bytes]) -> bool:
+    """Whether the recorded part of the file (up to its manifest's end) is as recorded."""
+    try:
+        while check.pos < check.end:
+            block = f.read(min(1 << 24, check.end - check.pos))
+            if not block:
+                return False
+            check.feed(block)
+    except ManifestError:
+        return False
+    return True
+
+
 def check_run_dir(path: Path) -> Path:
-    """``path`` if it holds a run (episodes.jsonl and steps.jsonl), else RunDirError."""
+    """``path`` if it holds a run (episodes.jsonl and steps.jsonl), else RunDirError.
+
+    Its chunk files are checked against its manifest too (``check_run_files``).
+    """
     if not path.is_dir():
         raise RunDirError(stopped_write(path) or f"run directory not found: {path}")
     if (path / "sweep.json").is_file():
@@ -428,6 +483,7 @@ def check_run_dir(path: Path) -> Path:
         if not (file.exists() or file.is_symlink()):
             raise RunDirError(f"{path} is not a run directory: {name} is missing")
         open_input(file).close()  # a FIFO, a device, a file over the ceiling: refused here
+    check_run_files(path)
     return path
 
 

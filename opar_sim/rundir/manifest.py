@@ -160,12 +160,16 @@ class FileCheck:
         """The check of a file about to be read from its start (``size``: its size now)."""
         return cls(path, chunks, size, finished)
 
-    def _past(self) -> ManifestError:
-        return ManifestError(
+    def past(self) -> str:
+        """The message for bytes past the recorded end of a finished run's file."""
+        return (
             f"{self.path}: {max(self.size - self.end, 1):,} bytes past the end its manifest "
             f"records ({self.end:,} bytes): appended to, or concatenated, after the run was "
             "written"
         )
+
+    def _past(self) -> ManifestError:
+        return ManifestError(self.past())
 
     def before(self, line: bytes) -> None:
         """Before ``line`` is parsed: a finished run's file may not go on past its end.

@@ -93,6 +93,10 @@ COMMANDS = {
 @pytest.mark.parametrize("command", list(COMMANDS))
 @pytest.mark.parametrize("damage", list(DAMAGE))
 def test_a_damaged_import_is_named_by_every_reader(tau, tmp_path, capsys, damage, command):
+    if (damage, command) == ("steps.jsonl edited", "calibrate"):
+        # calibrate reads no step of an import (its table is the episodes'): an edit there
+        # changes none of its answers; an emptied or doubled file is named when it opens
+        pytest.skip("calibrate does not read an import's steps.jsonl")
     run = _copy(tau, tmp_path)
     spoil, name, words = DAMAGE[damage]
     spoil(run)
