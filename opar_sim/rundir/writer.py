@@ -156,8 +156,9 @@ def claim_whole_run(out: Path, names: Sequence[str], rerun: Callable[[str], str]
             if any((out / n).exists() for n in (*RUN_FILES, *names))
             else "is not empty"
         )
+        named = Path(os.path.abspath(out)) if out.name in ("", ".", "..") else out
         raise RunDirError(
-            f"--out {out} {what}: write into a new directory, `{rerun(str(out) + '-2')}`, "
+            f"--out {out} {what}: write into a new directory, `{rerun(f'{named}-2')}`, "
             f"or remove {out} and run this command again"
         )
     notes = []
