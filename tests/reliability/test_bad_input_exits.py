@@ -93,6 +93,24 @@ def test_tokens_1e308_in_a_simulated_step(tmp_path, capsys, reference_run):
 
 
 @pytest.mark.parametrize(
+    ("field", "command"), [("time", "export"), ("delta_task", "report"), ("progress", "report")]
+)
+def test_1e308_in_a_simulated_steps_number(tmp_path, capsys, reference_run, field, command):
+    # before: export exit 70 (OverflowError), report exit 70 or figures of overflowed numbers
+    run = tmp_path / "run"
+    shutil.copytree(reference_run, run)
+    lines = (run / "steps.jsonl").read_text().splitlines(keepends=True)
+    row = json.loads(lines[2])
+    row[field] = 1e308
+    lines[2] = json.dumps(row) + "\n"
+    (run / "steps.jsonl").write_text("".join(lines))
+    status, _, err = cli([command, run], capsys)
+    assert status == 2 and err.count("\n") == 1, err
+    assert f"steps.jsonl:3: field '{field}': 1e+308 is out of range" in err
+    tally(KIND, inputs_tried=1, answered_cleanly=1)
+
+
+@pytest.mark.parametrize(
     "line",
     ['{"x": 1}', '{"recorded_controller": "pid"}', '{"episode": [], "recorded_controller": 3}'],
 )
