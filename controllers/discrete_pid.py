@@ -59,12 +59,13 @@ def as_limits(name: str, value: Sequence[float | None] | None) -> Limits:
     """Normalise ``(low, high)`` (None = open side) to a pair of floats, or raise ValueError."""
     if value is None:
         return (-math.inf, math.inf)
-    if isinstance(value, str | bytes) or len(value) != 2:
-        raise ValueError(f"{name} must be a (low, high) pair, got {value!r}")
+    if not isinstance(value, list | tuple) or len(value) != 2:  # a table of two keys is not
+        shown = repr(value) if len(repr(value)) <= 60 else repr(value)[:57] + "..."
+        raise ValueError(f"{name} must be a (low, high) pair such as [0.0, 1.0], got {shown}")
     try:
         low = -math.inf if value[0] is None else float(value[0])
         high = math.inf if value[1] is None else float(value[1])
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise ValueError(f"{name} must be a pair of numbers, got {value!r}") from None
     if math.isnan(low) or math.isnan(high) or low > high:
         raise ValueError(f"{name} must have low <= high, got {value!r}")

@@ -46,6 +46,7 @@ from opar_sim.calibration.heterogeneity import (
 )
 from opar_sim.calibration.heterogeneity import validate as validate_record
 from opar_sim.measure.table import TextTable
+from opar_sim.rundir import check_run_files
 from opar_sim.running.stages import Note, Stage, no_note, no_stage
 from opar_sim.spec.build import load_spec
 from opar_sim.spec.edit import apply_changes
@@ -134,6 +135,7 @@ def calibrate(
     path = Path(rundir)
     if not (path / "episodes.jsonl").is_file():
         raise SpecError(f"{path}: not a run directory (no episodes.jsonl)")
+    check_run_files(path)  # an emptied or doubled file, named before anything is fitted
     recorded = _step_record(path)
     report: dict[str, Any] = {}
     calibration: Calibration | None = None

@@ -64,6 +64,7 @@ from opar_sim.rundir import (
     read_jsonl,
     write_bytes,
 )
+from opar_sim.rundir import rows as checked_rows
 
 REPLAY_GLOB = "replay_*.jsonl"
 ASSETS = "assets"  # beside this module: the page's style sheet and script
@@ -176,7 +177,7 @@ def replay_data(path: Path) -> dict[str, list[dict[str, Any]]]:
     out: dict[str, list[dict[str, Any]]] = {}
     for file in sorted(path.glob(REPLAY_GLOB)):
         controller = file.stem.removeprefix("replay_")
-        for row in read_jsonl(file):
+        for row in checked_rows(file):  # typed: a damaged line is named, never a KeyError
             key = f"{row['recorded_controller']}|{row['episode']}|1|1"
             out.setdefault(key, []).append(
                 {

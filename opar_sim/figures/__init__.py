@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from opar_sim.measure.run import RunAnalysis
-from opar_sim.rundir import EpisodeTrace, find_trace, read_json, write_json
+from opar_sim.rundir import EpisodeTrace, file_stem, find_trace, read_json, write_json
 from opar_sim.spec.laws import law_settings
 
 if TYPE_CHECKING:
@@ -241,12 +241,50 @@ def build_figures(
 
 
 def read_index(figure_dir: Path) -> dict[str, Any] | None:
-    """The figure directory's ``INDEX_FILE``, or None when it is absent or unreadable."""
+    """The figure directory's ``INDEX_FILE``, or None when it is absent or not as written.
+
+    The index is a file of the run directory, so it is checked as data: figure names
+    that are safe file stems, captions that are text, raster rows of whole numbers and
+    boxes of four numbers, options as a table.  Anything else (a damaged or planted
+    index) reads as None, and the figures are drawn again.
+    """
     try:
         index = read_json(figure_dir / INDEX_FILE)
     except (OSError, ValueError):
         return None
-    return index if isinstance(index, dict) else None
+    return index if _index_ok(index) else None
+
+
+def _numbers(value: Any, kind: type | tuple[type, ...]) -> bool:
+    return isinstance(value, list) and all(
+        isinstance(v, kind) and not isinstance(v, bool) for v in value
+    )
+
+
+def _index_ok(index: Any) -> bool:
+    """Whether a parsed ``INDEX_FILE`` has the shape ``FigureSet.save`` writes."""
+    if not isinstance(index, dict) or not isinstance(index.get("options", {}), dict):
+        return False
+    figures = index.get("figures")
+    if not isinstance(figures, list) or not all(
+        isinstance(s, str) and s and file_stem(s) == s for s in figures
+    ):
+        return False
+    captions = index.get("captions", {})
+    if not isinstance(captions, dict) or not all(isinstance(v, str) for v in captions.values()):
+        return False
+    raster = index.get("raster", {})
+    if not isinstance(raster, dict):
+        return False
+    for panel in raster.values():
+        if not isinstance(panel, dict):
+            return False
+        rows, box = panel.get("rows", []), panel.get("box")
+        if not isinstance(rows, list) or not all(_numbers(r, int) for r in rows):
+            return False
+        if box is not None and not (_numbers(box, (int, float)) and len(box) == 4):
+            return False
+    return True
 
 
 def _kept(analysis: RunAnalysis) -> int:

@@ -31,9 +31,9 @@ import numpy as np
 import numpy.typing as npt
 import orjson
 
-from opar_sim.rundir.files import EPISODES_FILE, STEPS_FILE, RunDirError
+from opar_sim.rundir.files import EPISODES_FILE, STEPS_FILE, RunDirError, read_blocks
 from opar_sim.rundir.readers import iter_episodes
-from opar_sim.rundir.schema import EPISODE_CHECKS
+from opar_sim.rundir.schema import EPISODE_CHECKS, range_problem, value_range
 from opar_sim.rundir.schema import type_ok as _type_ok
 from opar_sim.rundir.traces import EpisodeTrace, iter_traces
 
@@ -277,8 +277,11 @@ def _gather(
         "attempt": [v if isinstance(v, int) and v else 1 for v in cols["attempt"]],
         "length": list(map(len, raw_lines)),
     }
-    for name, values in ints.items():
-        pieces[name].append(np.array(values, np.int64))
+    try:
+        for name, values in ints.items():
+            pieces[name].append(np.array(values, np.int64))
+    except OverflowError:  # a whole number past 64 bits: the checked path names it
+        raise _Unusual from None
     pieces["time"].append(np.array(cols["time"], float))
     pieces["progress"].append(np.array(cols["progress"], float))
     pieces["delta_task"].append(
@@ -299,13 +302,13 @@ def _fast(path: Path, sub_agents: bool) -> StepColumns:
         name: [np.zeros(0, float if name in _FLOAT_COLUMNS else np.int64)]
         for name in (*_FIELDS, "length")
     }
-    with open(path / STEPS_FILE, "rb") as f:
-        while raw_lines := f.readlines(_BLOCK_BYTES):
-            if not raw_lines[-1].endswith(b"\n"):
-                raw_lines.pop()  # a torn last line (an interrupted write) is skipped
-            if raw_lines:
-                _gather(raw_lines, pieces, (ctrl, agents, signals, actions))
+    try:  # a torn last line (an interrupted write) is skipped; the manifest checks the rest
+        for raw_lines in read_blocks(path / STEPS_FILE, _BLOCK_BYTES):
+            _gather(raw_lines, pieces, (ctrl, agents, signals, actions))
+    except RunDirError:
+        raise _Unusual from None  # the checked path names what is wrong
     cols = {name: np.concatenate(part) for name, part in pieces.items()}
+    _in_range(cols)
     lengths = cols["length"]
     lines = np.zeros(len(lengths), np.int64)
     np.cumsum(lengths[:-1], out=lines[1:])
@@ -365,6 +368,15 @@ def _fast(path: Path, sub_agents: bool) -> StepColumns:
         action=cols["action"][row_index],
         line=lines[row_index],
     )
+
+
+def _in_range(cols: dict[str, Any]) -> None:
+    """The step columns' numbers within their fields' ranges (else the checked path names one)."""
+    for name in ("episode", "step", "time", "progress", "trial", "attempt", "delta_task"):
+        values = cols[name][~np.isnan(cols[name])] if name == "delta_task" else cols[name]
+        lo, hi = value_range(name, "num" if name in _FLOAT_COLUMNS else "int")
+        if len(values) and not (lo <= values.min() and values.max() <= hi):  # NaN: refused
+            raise _Unusual
 
 
 def _from_traces(path: Path, sub_agents: bool) -> StepColumns:
@@ -427,15 +439,10 @@ def read_episode_rows(path: Path, fields: Iterable[str]) -> Iterator[dict[str, A
 
 def _fast_episodes(path: Path, keep: tuple[str, ...]) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
-    try:
-        with open(path / EPISODES_FILE, "rb") as f:
-            # a block of lines at a time, slimmed before the next: the full rows of a
-            # large run are never all held
-            while raw_lines := f.readlines(_BLOCK_BYTES):
-                if not raw_lines[-1].endswith(b"\n"):
-                    raw_lines.pop()  # a torn last line
-                rows += _slim_episodes(raw_lines, keep)
-    except OSError:
+    try:  # a block of lines at a time, slimmed before the next: never all the full rows
+        for raw_lines in read_blocks(path / EPISODES_FILE, _BLOCK_BYTES):
+            rows += _slim_episodes(raw_lines, keep)
+    except (OSError, RunDirError):
         raise _Unusual from None  # iter_episodes names the file
     return rows
 
@@ -459,6 +466,10 @@ def _slim_episodes(raw_lines: list[bytes], keep: tuple[str, ...]) -> list[dict[s
         if kind.endswith("?"):
             kinds -= _NONE
         if not all(_type_ok(_sample(values, k), base) for k in kinds):
+            raise _Unusual
+        if base in ("int", "num") and any(
+            range_problem(name, base, v) is not None for v in values if v is not _MISSING
+        ):
             raise _Unusual
     return [{k: r[k] for k in keep if k in r} for r in parsed]
 

@@ -10,6 +10,12 @@ it keeps the leading chunks whose bytes match, cuts everything after them
 damaged ``spec.json`` when the given spec matches the header, and says what
 it did (``files.resume_run`` checks ``spec.json`` first and raises what it
 cannot repair).
+
+Readers check too: ``FileCheck`` follows a chunk file as it is read and refuses
+one that is shorter than the manifest records (emptied, cut), whose chunk
+checksums differ (edited), or that goes on past the recorded end once the run
+is finished (appended to, concatenated twice).  A run directory written whole
+(``opar-sim traces import``) has a manifest of one chunk (``whole_manifest``).
 """
 
 from __future__ import annotations
@@ -22,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from opar_sim.spec.schema import ExperimentSpec
+from opar_sim.spec.schema import ExperimentSpec, SpecError
 
 MANIFEST_FILE = "manifest.jsonl"
 MANIFEST_VERSION = 1
@@ -71,6 +77,157 @@ def chunk_line(units: tuple[int, int], files: dict[str, tuple[int, str]]) -> byt
     """One chunk's line: the units it adds and each file's size and chunk checksum."""
     row = {"units": list(units), "files": {k: list(v) for k, v in files.items()}}
     return (json.dumps(row) + "\n").encode()
+
+
+def whole_manifest(head: dict[str, Any], units: int, files: dict[str, bytes]) -> bytes:
+    """The manifest of a run directory written whole: its header and one chunk of everything.
+
+    Args:
+        head: What the header says besides its version (an import: ``{"import": ...}``).
+        units: The runs (episodes) the files hold.
+        files: Each chunk file's whole content.
+
+    Returns:
+        The bytes of ``manifest.jsonl``.
+    """
+    header = {"manifest": MANIFEST_VERSION, **head}
+    sums = {name: (len(data), sha256(data)) for name, data in files.items()}
+    return (json.dumps(header) + "\n").encode() + chunk_line((0, units), sums)
+
+
+class ManifestError(SpecError):
+    """A run's file differs from what its manifest records (or the manifest is damaged)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    """One chunk of one file, as the manifest records it."""
+
+    start: int
+    end: int
+    digest: str
+    units: tuple[int, int]
+
+
+def read_chunks(data: bytes, name: str, where: Path) -> list[Chunk]:
+    """The chunks of file ``name`` that a manifest records (its torn last line skipped).
+
+    Args:
+        data: The manifest's bytes.
+        name: The chunk file (``steps.jsonl``, ...).
+        where: The manifest, for messages.
+
+    Raises:
+        ManifestError: for a manifest that cannot be read (a damaged line or header).
+    """
+    lines = data.split(b"\n")[:-1]  # what follows the last newline is a torn line
+    try:
+        head = json.loads(lines[0]) if lines else None
+    except (ValueError, RecursionError):
+        head = None
+    if not isinstance(head, dict) or head.get("manifest") != MANIFEST_VERSION:
+        raise ManifestError(f"{where}:1: not a manifest header: the run's files cannot be checked")
+    chunks: list[Chunk] = []
+    end = 0
+    for number, raw in enumerate(lines[1:], 2):
+        try:
+            row = json.loads(raw)
+            lo, hi = (int(u) for u in row["units"])
+            size, digest = row["files"].get(name, (end, sha256(b"")))
+            size, digest = int(size), str(digest)
+        except (ValueError, KeyError, TypeError, AttributeError, RecursionError):
+            raise ManifestError(
+                f"{where}:{number}: damaged: the run's files cannot be checked"
+            ) from None
+        if size < end:
+            raise ManifestError(f"{where}:{number}: {name} shrinks: the manifest is damaged")
+        if size > end:
+            chunks.append(Chunk(end, size, digest, (lo, hi)))
+        end = size
+    return chunks
+
+
+@dataclass
+class FileCheck:
+    """A chunk file checked against its manifest while it is read, byte for byte."""
+
+    path: Path
+    chunks: list[Chunk]
+    size: int  # the file's size when it was opened
+    finished: bool  # the run is finished: nothing may follow the last chunk
+    pos: int = 0
+    index: int = 0
+    hasher: Any = field(default_factory=hashlib.sha256)
+
+    @property
+    def end(self) -> int:
+        """Where the manifest's last chunk of the file ends."""
+        return self.chunks[-1].end if self.chunks else 0
+
+    @classmethod
+    def start(cls, path: Path, chunks: list[Chunk], size: int, finished: bool) -> FileCheck:
+        """The check of a file about to be read from its start (``size``: its size now)."""
+        return cls(path, chunks, size, finished)
+
+    def past(self) -> str:
+        """The message for bytes past the recorded end of a finished run's file."""
+        return (
+            f"{self.path}: {max(self.size - self.end, 1):,} bytes past the end its manifest "
+            f"records ({self.end:,} bytes): appended to, or concatenated, after the run was "
+            "written"
+        )
+
+    def _past(self) -> ManifestError:
+        return ManifestError(self.past())
+
+    def before(self, line: bytes) -> None:
+        """Before ``line`` is parsed: a finished run's file may not go on past its end.
+
+        A torn last line (no newline: a write that was cut) is never parsed, so never
+        refused.
+        """
+        if line.endswith(b"\n") and self.finished and self.pos >= self.end:
+            raise self._past()
+
+    def feed(self, data: bytes) -> None:
+        """The next bytes read; a chunk is checked as soon as its last byte is in.
+
+        Raises:
+            ManifestError: for a chunk whose checksum differs, or bytes past the end of a
+                finished run's file.
+        """
+        while data:
+            if self.index >= len(self.chunks):
+                if self.finished:
+                    raise self._past()
+                self.pos += len(data)  # an unfinished chunk of a run still being written
+                return
+            chunk = self.chunks[self.index]
+            take = min(len(data), chunk.end - self.pos)
+            self.hasher.update(data[:take])
+            self.pos += take
+            data = data[take:]
+            if self.pos == chunk.end:
+                if self.hasher.hexdigest() != chunk.digest:
+                    raise ManifestError(
+                        f"{self.path}: does not match its manifest (bytes {chunk.start:,} to "
+                        f"{chunk.end:,}, units {chunk.units[0]}-{chunk.units[1] - 1}): edited "
+                        "after the run was written"
+                    )
+                self.hasher = hashlib.sha256()
+                self.index += 1
+
+    def close(self) -> None:
+        """At the end of the file (or at a torn last line): every recorded byte was read.
+
+        A file shorter than its manifest records is refused here, at its end, so that a
+        damaged line before it is named first (by the line reader).
+        """
+        if self.pos < self.end:
+            raise ManifestError(
+                f"{self.path}: {self.pos:,} bytes, shorter than its manifest records "
+                f"({self.end:,} bytes): emptied or cut after the run was written"
+            )
 
 
 @dataclass

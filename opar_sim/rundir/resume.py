@@ -12,7 +12,17 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from opar_sim.rundir.files import EPISODES_FILE, SPEC_FILE, STEPS_FILE, RunDirError, write_bytes
+from pydantic import ValidationError
+
+from opar_sim.rundir.files import (
+    EPISODES_FILE,
+    SPEC_FILE,
+    STEPS_FILE,
+    RunDirError,
+    open_input,
+    read_input,
+    write_bytes,
+)
 from opar_sim.rundir.manifest import (
     CHUNK_FILES,
     MANIFEST_FILE,
@@ -37,30 +47,38 @@ def check_spec_file(spec: ExperimentSpec, out: Path, notes: list[str]) -> None:
     """
     file = out / SPEC_FILE
     wanted = spec_bytes(spec)
-    try:
-        found: bytes | None = file.read_bytes()
-    except FileNotFoundError:
-        found = None
+    found = read_input(file) if file.exists() or file.is_symlink() else None
     if found == wanted:
         return
+    problem = "missing"
     if found is not None:
-        try:
-            on_disk = ExperimentSpec.model_validate_json(found)
-        except ValueError:
-            on_disk = None
+        try:  # strict: a string for a number is damage, not another version's formatting
+            on_disk = ExperimentSpec.model_validate_json(found, strict=True)
+        except ValidationError as exc:
+            on_disk, problem = None, f"damaged ({spec_problem(exc)})"
         if on_disk is not None:
             if on_disk != spec:
                 raise RunDirError(f"--resume: the spec differs from the one that started {out}")
             return  # the same spec, written by another version's formatting
     head = read_header(out)
-    what = "missing" if found is None else "damaged"
     if head is None or head.get("spec_sha256") != sha256(wanted):
         raise RunDirError(
-            f"--resume: {file} is {what} and no manifest confirms the spec: cannot repair; "
+            f"--resume: {file} is {problem} and no manifest confirms the spec: cannot repair; "
             "start the run again in another directory"
         )
     write_bytes(file, wanted)
-    notes.append(f"spec.json was {what}: rewritten from the spec (the manifest's checksum matches)")
+    notes.append(
+        f"spec.json was {problem}: rewritten from the spec (the manifest's checksum matches)"
+    )
+
+
+def spec_problem(exc: ValidationError) -> str:
+    """The first thing wrong with a spec.json, in a few words: where and what."""
+    error = exc.errors(include_url=False)[0]
+    if error["type"] == "json_invalid":
+        return f"not valid JSON: {error['msg'].removeprefix('Invalid JSON: ')}"
+    where = ".".join(str(part) for part in error["loc"]) or "the file"
+    return f"{where}: {error['msg']}"
 
 
 def resume_run(spec: ExperimentSpec, out: Path) -> Repair:
@@ -85,6 +103,9 @@ def resume_run(spec: ExperimentSpec, out: Path) -> Repair:
     """
     if spec.reflexion.attempts > 1:
         raise SpecError("--resume: runs with [reflexion] attempts > 1 cannot be resumed yet")
+    for name in (SPEC_FILE, MANIFEST_FILE, *CHUNK_FILES):  # a FIFO or a device is refused
+        if (out / name).exists() or (out / name).is_symlink():
+            open_input(out / name).close()
     notes: list[str] = []
     check_spec_file(spec, out, notes)
     if (out / MANIFEST_FILE).is_file():
@@ -110,7 +131,7 @@ def resume_run(spec: ExperimentSpec, out: Path) -> Repair:
 
 
 def _read(path: Path) -> bytes:
-    return path.read_bytes() if path.exists() else b""
+    return read_input(path) if path.exists() else b""
 
 
 def resume_point(spec: ExperimentSpec, out: Path) -> int:
@@ -135,9 +156,11 @@ def resume_point(spec: ExperimentSpec, out: Path) -> int:
     if not spec_file.is_file():
         raise SpecError(f"--resume: {out} holds no run to resume")
     try:
-        on_disk = ExperimentSpec.model_validate_json(spec_file.read_text(encoding="utf-8"))
-    except ValueError:
-        raise RunDirError(f"--resume: {spec_file} is not a valid spec") from None
+        on_disk = ExperimentSpec.model_validate_json(read_input(spec_file))
+    except ValidationError as exc:
+        raise RunDirError(
+            f"--resume: {spec_file} is not a valid spec ({spec_problem(exc)})"
+        ) from None
     if on_disk != spec:
         raise SpecError(f"--resume: the spec differs from the one that started {out}")
     names = [c.name for c in spec.controller_list()]

@@ -21,6 +21,9 @@ when a spec repeats worlds (``trials`` > 1) and always by the importer;
 null allowed, required); ``problems`` checks a row against the whole schema (the
 tests); ``EPISODE_CHECKS`` and ``STEP_CHECKS`` are the fields readers rely on,
 typed as the schema types them, which ``files.rows`` checks on every line read.
+Every number is range-checked too (``RANGES``: counts from 0, steps, trials and
+attempts from 1, seconds from 0, progress and reward within [0, 1], anything else
+within ±10^15), so a negative count or ``1e308`` is named, never computed with.
 """
 
 # No ``from __future__ import annotations`` here: Python 3.11's TypedDict reads
@@ -150,7 +153,12 @@ def _field(name: str, hint: Any, required: bool) -> Field:
     args = typing.get_args(hint) if isinstance(hint, types.UnionType) else (hint,)
     nullable = type(None) in args
     (base,) = [a for a in args if a is not type(None)]
-    return Field(name, _KINDS.get(typing.get_origin(base) or base, "any"), nullable, required)
+    kind = _KINDS.get(typing.get_origin(base) or base, "any")
+    if kind == "list":  # a list of objects (an import's calls) or of texts (missing)
+        (item,) = typing.get_args(base) or (Any,)
+        item = typing.get_origin(item) or item
+        kind = {dict: "objects", str: "strs"}.get(item, "list")
+    return Field(name, kind, nullable, required)
 
 
 @functools.cache
@@ -184,7 +192,70 @@ def type_ok(value: Any, kind: str) -> bool:
         )
     if kind == "list":
         return isinstance(value, list)
+    if kind == "objects":
+        return isinstance(value, list) and all(isinstance(v, dict) for v in value)
+    if kind == "strs":
+        return isinstance(value, list) and all(isinstance(v, str) for v in value)
     return True
+
+
+MAX_COUNT = 2**53  # the largest whole number a row holds (a float holds it exactly)
+MAX_NUMBER = 1e15  # the largest magnitude of any other number (seconds: 31 million years)
+_COUNTS = (
+    "steps",
+    "tokens",
+    "prompt_tokens",
+    "completion_tokens",
+    "llm_calls",
+    "tool_calls",
+    "replans",
+    "sub_tokens",
+    "user_turns",
+    "repeat",
+    "plan_age",
+    "context_tokens",
+    "plan_id",
+    "best_step",
+    "episode",
+    "sub_run",
+)
+_SECONDS = ("sim_seconds", "time", "latency", "wall_seconds")
+_SHARES = ("progress", "final_progress", "reward", "plan_quality", "effective_quality")
+RANGES: dict[str, tuple[float, float]] = {
+    **dict.fromkeys(_COUNTS, (0, MAX_COUNT)),
+    **dict.fromkeys(("step", "attempt", "trial"), (1, MAX_COUNT)),
+    "seed": (0, 2**64),
+    **dict.fromkeys(_SECONDS, (0, MAX_NUMBER)),
+    **dict.fromkeys(_SHARES, (0, 1)),
+}
+"""The range of each numeric field; any other whole number within ±MAX_COUNT, number ±MAX_NUMBER."""
+
+
+def value_range(name: str, kind: str) -> tuple[float, float]:
+    """The smallest and largest value field ``name`` of ``kind`` (``int`` or ``num``) may hold."""
+    default = (-MAX_COUNT, MAX_COUNT) if kind == "int" else (-MAX_NUMBER, MAX_NUMBER)
+    return RANGES.get(name, default)
+
+
+def _bound(x: float) -> str:
+    return f"{int(x):,}" if float(x).is_integer() else repr(x)
+
+
+def range_problem(name: str, kind: str, value: Any) -> str | None:
+    """``field 'x': V is out of range (LO to HI)`` when a number is outside its field's range.
+
+    Args:
+        name: The field.
+        kind: Its kind (``int`` or ``num``; others have no range).
+        value: A value of that kind.
+    """
+    if kind not in ("int", "num") or not isinstance(value, int | float):
+        return None
+    lo, hi = value_range(name, kind)
+    if lo <= value <= hi:
+        return None
+    shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:37] + "..."
+    return f"field {name!r}: {shown} is out of range ({_bound(lo)} to {_bound(hi)})"
 
 
 def read_checks(row_type: type, names: tuple[str, ...], needed: tuple[str, ...]) -> dict[str, Any]:
@@ -233,6 +304,8 @@ def problems(row: dict[str, Any], row_type: type) -> list[str]:
             continue
         if value is None or not type_ok(value, f.kind):
             found.append(f"field {name!r}: {value!r} is not {f.kind}{'?' * f.nullable}")
+        elif (problem := range_problem(name, f.kind, value)) is not None:
+            found.append(problem)
     return found
 
 
@@ -264,6 +337,8 @@ EPISODE_CHECKS = read_checks(
         "sub_tokens",
         "attempt",
         "trial",
+        "reward",
+        "user_turns",
     ),
     needed=("episode", "success", "steps"),
 )
@@ -292,6 +367,12 @@ STEP_CHECKS = read_checks(
         "attempt",
         "trial",
         "parent",
+        "user_turns",  # an imported record's
+        "tool_calls",
+        "repeat",
+        "args_hash",
+        "tool_error",
+        "calls",
     ),
     needed=("episode", "step"),
 )
@@ -308,12 +389,23 @@ CALL_CHECKS = {  # calls.jsonl (LLM runs): its own rows, checked the same way
     "cache_hit": ("bool?", False),
     "error": ("str?", False),
 }
+REPLAY_CHECKS = {  # replay_<controller>.jsonl: a replay's verdict per recorded episode
+    "episode": ("int", True),
+    "recorded_controller": ("str", True),
+    "recorded_outcome": ("str", False),
+    "recorded_steps": ("int", False),
+    "verdict": ("str", False),
+    "at_step": ("int?", False),
+    "outcome": ("str?", False),
+}
 _WORDS = {
     "int": "a whole number",
     "num": "a number",
     "str": "text",
     "bool": "true or false",
     "list": "a list",
+    "objects": "a list of objects",
+    "strs": "a list of texts",
 }
 
 
@@ -343,4 +435,7 @@ def row_problem(row: dict[str, Any], checks: dict[str, tuple[str, bool]]) -> str
             return f"field {name!r}: expected {word}, got {shown}"
         if base in ("int", "num") and isinstance(value, float) and value != value:
             return f"field {name!r}: expected a number, got NaN"
+        problem = range_problem(name, base, value)
+        if problem is not None:
+            return problem
     return None

@@ -1,15 +1,43 @@
-"""The one writer of a run's chunk lines: whole lines, fsynced, each chunk in the manifest."""
+"""The writers of a run's files: chunk lines as a run goes, or a whole run at once.
+
+``RunWriter`` appends whole lines, fsynced, each chunk recorded in the manifest.
+``write_whole_run`` writes a run that exists all at once (an import) into a
+sibling directory and renames it into place at the end, so a killed write
+leaves no half run at ``--out``: its leftover (``files.unfinished_dir``) is
+removed by the next attempt (``claim_whole_run``) and named by the readers.
+"""
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
-from collections.abc import Callable, Sequence
+import re
+import shutil
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
-from opar_sim.rundir.files import CALLS_FILE, _named, open_append
-from opar_sim.rundir.manifest import CHUNK_FILES, MANIFEST_FILE, Repair, chunk_line, sha256
+from opar_sim.rundir.files import (
+    CALLS_FILE,
+    RUN_FILES,
+    SUMMARY_FILE,
+    UNFINISHED_FILE,
+    RunDirError,
+    _named,
+    open_append,
+    unfinished_dir,
+    write_bytes,
+)
+from opar_sim.rundir.manifest import (
+    CHUNK_FILES,
+    MANIFEST_FILE,
+    Repair,
+    chunk_line,
+    fsync_dir,
+    sha256,
+    whole_manifest,
+)
 from opar_sim.spec.schema import ExperimentSpec
 
 
@@ -97,3 +125,101 @@ class RunWriter:
             with contextlib.suppress(OSError):
                 f.close()
         self.files = {}
+
+
+_TEMP = re.compile(r"\..+\.[0-9a-f]{12}\.tmp")  # write_bytes' temporary files
+
+
+def claim_whole_run(out: Path, names: Sequence[str], rerun: Callable[[str], str]) -> list[str]:
+    """Make ready to write a run whole into ``out``; remove what a stopped attempt left.
+
+    Args:
+        out: The run directory to create (absent, or an empty directory).
+        names: The files the run is made of (what a stopped attempt may have left).
+        rerun: The command that writes the run, given its ``--out`` (for messages).
+
+    Returns:
+        What was done (the removal of a stopped attempt's directory), one line each.
+
+    Raises:
+        RunDirError: when ``out`` is not a directory to create, or holds something.
+    """
+    if Path(os.path.abspath(out)).name in ("", ".", ".."):
+        raise RunDirError(f"--out {out}: give the name of a directory to create")
+    if out.is_symlink():
+        raise RunDirError(f"--out {out} is a symbolic link; refusing to write through it")
+    if out.exists() and not out.is_dir():
+        raise RunDirError(f"--out {out} exists and is not a directory")
+    if out.is_dir() and any(out.iterdir()):
+        what = (
+            "already holds an imported run"
+            if any((out / n).exists() for n in (*RUN_FILES, *names))
+            else "is not empty"
+        )
+        named = Path(os.path.abspath(out)) if out.name in ("", ".", "..") else out
+        raise RunDirError(
+            f"--out {out} {what}: write into a new directory, `{rerun(f'{named}-2')}`, "
+            f"or remove {out} and run this command again"
+        )
+    notes = []
+    left = unfinished_dir(out)
+    if left.is_symlink() or left.exists():
+        allowed = set(names) | {MANIFEST_FILE, UNFINISHED_FILE}
+        entries = list(left.iterdir()) if left.is_dir() and not left.is_symlink() else None
+        if entries is None or any(
+            p.is_symlink()
+            or not p.is_file()
+            or (p.name not in allowed and not _TEMP.fullmatch(p.name))
+            for p in entries
+        ):
+            raise RunDirError(
+                f"{left} is in the way (it is not what a stopped `{rerun(str(out))}` leaves): "
+                "remove it and run this command again"
+            )
+        shutil.rmtree(left)
+        notes.append(f"removed {left}, left by an earlier attempt stopped before it finished")
+    return notes
+
+
+def write_whole_run(
+    out: Path, files: Mapping[str, bytes], *, head: dict[str, Any], units: int, command: str
+) -> None:
+    """Write a whole run directory: its files and manifest in a sibling, then renamed to ``out``.
+
+    ``unfinished.json`` goes first, naming the command (what a reader that finds the
+    sibling tells the user to run again), and is removed before the rename; the files
+    follow in order, the manifest, one chunk of the chunk files
+    (``manifest.whole_manifest``), before ``summary.json``.  A kill leaves only the
+    sibling (``unfinished_dir``), which ``claim_whole_run`` removes next time.
+
+    Args:
+        out: The run directory (``claim_whole_run`` made it ready).
+        files: File name -> content.
+        head: What the manifest's header says of the run (an import: ``{"import": ...}``).
+        units: The runs (episodes) the chunk files hold.
+        command: The command that writes it (to run again if it is stopped).
+    """
+    target = Path(os.path.abspath(out))
+    build = unfinished_dir(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    build.mkdir()
+    try:
+        marker = (json.dumps({"command": command}) + "\n").encode()
+        write_bytes(build / UNFINISHED_FILE, marker, inside=build)
+        manifest = whole_manifest(
+            head, units, {n: data for n, data in files.items() if n in CHUNK_FILES}
+        )
+        for name, data in files.items():
+            if name == SUMMARY_FILE:
+                write_bytes(build / MANIFEST_FILE, manifest, inside=build)
+            write_bytes(build / name, data, inside=build)
+        if SUMMARY_FILE not in files:
+            write_bytes(build / MANIFEST_FILE, manifest, inside=build)
+        (build / UNFINISHED_FILE).unlink()
+        if target.is_dir() and not target.is_symlink():
+            target.rmdir()  # an empty directory the user made: the run takes its place
+        os.rename(build, target)
+        fsync_dir(target.parent)
+    except Exception:
+        shutil.rmtree(build, ignore_errors=True)
+        raise

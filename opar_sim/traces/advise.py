@@ -6,7 +6,8 @@ recorded runs is exact: a success is kept when the cap does not fire before the 
 decided it.  ``cap_table`` gives, for every cap from 1 to the longest run, the success
 rate under the cap, the share of successes kept and the share of the capped quantity
 saved, with intervals from a bootstrap over tasks.  For tokens the curve only changes at
-the recorded running totals, so those are the caps (thinned evenly to ``MAX_TOKEN_CAPS``).
+the recorded running totals, so those are the caps; past ``MAX_CAPS`` caps (a run of more
+turns, or totals) they are thinned evenly.
 
 ``restarts`` answers the other question from the time-to-success distribution, and is a
 model, not a replay: under a budget of B turns, an attempt still running at the cutoff c
@@ -17,7 +18,12 @@ task (with replacement), so a task never solved stays unsolved however often it 
 when every task has one trial (a simulated run without ``trials``) the worlds are pooled
 as draws of one task.  The chance of success within B is computed exactly by recursion
 over the budget left, per task, and averaged over tasks; intervals come from the task
-bootstrap (for pooled runs, from resampling runs).
+bootstrap (for pooled runs, from resampling runs).  The recursion has a closed form: past
+the cutoff c, p(B) = a + q p(B − c) (a: the chance an attempt succeeds by itself within c
+turns, q: that it is still running at c), so p(B) is that affine map applied (B − 1) // c
+times to the last attempt's chance, computed by repeated squaring: every cutoff costs
+O(trials + log B), whatever the budget (``MAX_BUDGET`` bounds it, ``MAX_CUTOFFS``
+the cutoffs: past it they are thinned on a log scale).
 
 ``advise(rundir)`` answers both for a run directory: its ``Advice`` holds every cap table,
 the smallest caps and the restart study; ``tables()`` are the command's tables and
@@ -41,7 +47,10 @@ from opar_sim.measure.table import TextTable
 from opar_sim.traces.stopping import RunCost, by_task, load_costs, task_index
 
 CAP_SIGNALS = ("steps", "calls", "tokens")
-MAX_TOKEN_CAPS = 2000
+MAX_CAPS = 2000  # caps per signal (past it, thinned evenly)
+MAX_TOKEN_CAPS = MAX_CAPS
+MAX_CUTOFFS = 2000  # restart cutoffs studied (past it, thinned on a log scale)
+MAX_BUDGET = 1_000_000  # the largest restart budget, in turns
 POOLED_RESAMPLES = 300
 SHOWN_ROWS = 16  # rows of each cap table shown (advise.json has every cap)
 
@@ -70,14 +79,18 @@ class CapRow:
 
 
 def default_caps(runs: Sequence[RunCost], signal: str) -> list[int]:
-    """Every cap from 1 to the longest run (tokens: the running totals where the curve moves)."""
+    """Every cap from 1 to the longest run (tokens: the running totals where the curve moves).
+
+    Past ``MAX_CAPS`` the caps are thinned evenly (the first and the last kept).
+    """
     longest = max((r.total(signal) for r in runs), default=0)
     if signal != "tokens":
-        return list(range(1, max(longest, 1) + 1))
-    values = np.unique(np.concatenate([r.counts["tokens"] for r in runs] + [np.array([1])]))
-    values = values[values >= 1]
-    if len(values) > MAX_TOKEN_CAPS:
-        values = values[np.linspace(0, len(values) - 1, MAX_TOKEN_CAPS).round().astype(int)]
+        values = np.arange(1, max(longest, 1) + 1)
+    else:
+        values = np.unique(np.concatenate([r.counts["tokens"] for r in runs] + [np.array([1])]))
+        values = values[values >= 1]
+    if len(values) > MAX_CAPS:
+        values = values[np.linspace(0, len(values) - 1, MAX_CAPS).round().astype(int)]
     return [int(v) for v in np.unique(values)]
 
 
@@ -142,8 +155,9 @@ def smallest_cap(rows: Sequence[CapRow], share: float) -> CapRow | None:
 def time_to_success(runs: Sequence[RunCost]) -> list[float]:
     """F(t) for t = 1 .. longest run: the share of runs whose success was decided by turn t."""
     longest = max((r.steps for r in runs), default=0)
-    decided = np.array([r.decided_at if r.success else np.inf for r in runs])
-    return [float(np.mean(decided <= t)) for t in range(1, longest + 1)]
+    decided = np.sort(np.array([r.decided_at if r.success else np.inf for r in runs]))
+    by = np.searchsorted(decided, np.arange(1, longest + 1), side="right")
+    return [float(k) for k in by / max(len(runs), 1)]
 
 
 def _trials(runs: Sequence[RunCost]) -> list[npt.NDArray[np.float64]]:
@@ -153,6 +167,58 @@ def _trials(runs: Sequence[RunCost]) -> list[npt.NDArray[np.float64]]:
     if groups == len(runs):  # one trial per task: pool the worlds as draws of one task
         return [rows]
     return [rows[index == g] for g in range(groups)]
+
+
+def _weighted_at_most(
+    values: npt.NDArray[np.float64], weights: npt.NDArray[np.float64], at: npt.NDArray[Any]
+) -> npt.NDArray[np.float64]:
+    """Per row of ``weights`` (resamples × trials): the share of weight on values <= each ``at``."""
+    order = np.argsort(values, kind="stable")
+    cum = np.cumsum(weights[:, order], axis=1)
+    cum = np.concatenate([np.zeros((len(weights), 1)), cum], axis=1)
+    total = cum[:, -1:]
+    return cum[:, np.searchsorted(values[order], at, side="right")] / total
+
+
+def _restart_chances(
+    trials: npt.NDArray[np.float64],
+    weights: npt.NDArray[np.float64],
+    cutoffs: npt.NDArray[np.int64],
+    budget: int,
+) -> npt.NDArray[np.float64]:
+    """P(success within ``budget``) at each cutoff, per weighting of the trials (resample).
+
+    Args:
+        trials: Rows (success, decided_at, turns) of one task (or the pooled runs).
+        weights: (resamples × trials) draw counts; a row of ones is the recorded trials.
+        cutoffs: The cutoffs (a cutoff >= budget is continuing: one attempt).
+        budget: The turns allowed in all.
+
+    Returns:
+        (resamples × cutoffs) chances, by the closed form of the module docstring.
+    """
+    s, d, n = trials[:, 0].astype(bool), trials[:, 1], trials[:, 2]
+    inf = np.inf
+    # an attempt that ends by itself (its turns <= c) stands: a success within c turns
+    ends_won = np.where(s, n, inf)
+    # the last attempt, cut at r turns left: a success decided (or ended) by then
+    won_by = np.where(s, np.minimum(n, d), inf)
+    c = np.minimum(cutoffs, budget)
+    a = _weighted_at_most(ends_won, weights, c)
+    q = 1.0 - _weighted_at_most(n, weights, c)  # still running at the cutoff
+    k = (budget - 1) // c  # the attempts before the last
+    last = _weighted_at_most(won_by, weights, budget - k * c)
+    # p = f^k(last), f(x) = a + q x, by repeated squaring of the affine map
+    acc_a, acc_q = np.zeros_like(a), np.ones_like(a)
+    pow_a, pow_q = a.copy(), q.copy()
+    k = k.copy()
+    while np.any(k > 0):
+        odd = (k & 1).astype(bool)
+        acc_a = np.where(odd, pow_a + pow_q * acc_a, acc_a)
+        acc_q = np.where(odd, pow_q * acc_q, acc_q)
+        pow_a, pow_q = pow_a + pow_q * pow_a, pow_q * pow_q
+        k >>= 1
+    return np.asarray(acc_a + acc_q * last, float)
 
 
 def restart_success(trials: npt.NDArray[np.float64], cutoff: int, budget: int) -> float:
@@ -166,17 +232,16 @@ def restart_success(trials: npt.NDArray[np.float64], cutoff: int, budget: int) -
     Returns:
         P(success) by the recursion over the budget left (see the module docstring).
     """
-    s, d, n = trials[:, 0].astype(bool), trials[:, 1], trials[:, 2]
-    p = np.zeros(budget + 1)
-    for left in range(1, budget + 1):
-        m = min(cutoff, left)
-        ended = n <= m  # the attempt ends by itself: its outcome stands
-        if left <= cutoff:  # the last attempt, cut at the budget left
-            value = np.where(ended, s, s & (d <= left))
-        else:
-            value = np.where(ended, s, p[left - cutoff])
-        p[left] = float(value.mean())
-    return float(p[budget])
+    ones = np.ones((1, len(trials)))
+    return float(_restart_chances(trials, ones, np.array([cutoff]), budget)[0, 0])
+
+
+def restart_cutoffs(budget: int) -> list[int]:
+    """The cutoffs studied: 1 .. budget (the last is continuing), thinned past ``MAX_CUTOFFS``."""
+    if budget <= MAX_CUTOFFS:
+        return list(range(1, budget + 1))
+    picks = np.unique(np.geomspace(1, budget - 1, MAX_CUTOFFS - 1).round().astype(np.int64))
+    return [int(c) for c in picks if c < budget] + [budget]
 
 
 @dataclass(frozen=True, slots=True)
@@ -222,30 +287,38 @@ def restarts(
 ) -> Restarts:
     """Restarting at every cutoff 1 .. budget−1 against continuing, within ``budget`` turns.
 
+    Past ``MAX_CUTOFFS`` cutoffs they are thinned (evenly on a log scale: every short
+    cutoff, fewer long ones).
+
     Args:
         runs: The recorded runs.
-        budget: The turns allowed per task (default: the longest recorded run).
+        budget: The turns allowed per task (default: the longest recorded run), at most
+            ``MAX_BUDGET``.
         seed: The bootstrap's seed.
         resamples: The task bootstrap's resamples.
 
     Returns:
         The study (see the module docstring for the model).
+
+    Raises:
+        InputError: for a budget over ``MAX_BUDGET``.
     """
     longest = max((r.steps for r in runs), default=1)
-    b = budget or longest
+    b = budget or max(longest, 1)
+    if not 1 <= b <= MAX_BUDGET:
+        raise InputError(f"budget {b:,} turns: must lie in 1 .. {MAX_BUDGET:,}")
     groups = _trials(runs)
     pooled = len(groups) == 1 and len(runs) > 1
-    cutoffs = list(range(1, b + 1))  # the last (cutoff = budget) is continuing
-    values = np.array([[restart_success(g, c, b) for c in cutoffs] for g in groups])
+    cutoffs = restart_cutoffs(b)  # the last (cutoff = budget) is continuing
+    at = np.array(cutoffs, np.int64)
+    values = np.concatenate([_restart_chances(g, np.ones((1, len(g))), at, b) for g in groups])
     rng = np.random.default_rng(seed)
     if pooled:
         rows = groups[0]
-        draws = np.array(
-            [
-                [restart_success(rows[idx], c, b) for c in cutoffs]
-                for idx in rng.integers(0, len(rows), size=(POOLED_RESAMPLES, len(rows)))
-            ]
-        )
+        idx = rng.integers(0, len(rows), size=(POOLED_RESAMPLES, len(rows)))
+        weights = np.zeros((POOLED_RESAMPLES, len(rows)))
+        np.add.at(weights, (np.arange(POOLED_RESAMPLES)[:, None], idx), 1.0)
+        draws = _restart_chances(rows, weights, at, b)
     else:
         counts = group_resample_counts(len(groups), rng, resamples)
         draws = (counts @ values) / len(groups)

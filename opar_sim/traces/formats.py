@@ -17,13 +17,15 @@ trial) and the field.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import orjson
+
+from opar_sim.rundir import RunDirError, read_input
 from opar_sim.spec.schema import SpecError
 
 ROLES = ("system", "user", "assistant", "tool")
@@ -63,12 +65,16 @@ def _fail(index: int, record: Any, field: str, problem: str) -> TraceFormatError
     return TraceFormatError(f"{_where(index, record)}: {field}: {problem}")
 
 
+MAX_ID = 2**53  # task ids and trials are whole numbers a float holds exactly
+
+
 def _integer(index: int, record: dict[str, Any], name: str) -> int:
     if name not in record:
         raise _fail(index, record, name, "missing")
     value = record[name]
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise _fail(index, record, name, f"must be an integer >= 0, got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_ID:
+        shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:37] + "..."
+        raise _fail(index, record, name, f"must be an integer from 0 to {MAX_ID:,}, got {shown}")
     return value
 
 
@@ -175,29 +181,34 @@ FORMATS: dict[str, Callable[[int, dict[str, Any]], Conversation]] = {
 
 
 def _records(path: Path, fmt: str) -> list[Any]:
+    """The file's records: a JSON array, or (openai-chat) JSON Lines, parsed by orjson.
+
+    The file is read through ``rundir.read_input`` (a regular file under the size
+    ceiling); orjson refuses nesting deeper than 1024 and numbers it cannot hold, so
+    a hostile file is one ``TraceFormatError`` naming its line, never a crash.
+    """
+    if not (path.exists() or path.is_symlink()):
+        raise TraceFormatError(f"{path}: no such file")
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise TraceFormatError(f"{path}: no such file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise TraceFormatError(f"{path}: cannot read ({exc})") from None
-    stripped = text.lstrip()
-    if stripped.startswith("["):
+        data = read_input(path)
+    except RunDirError as exc:
+        raise TraceFormatError(str(exc)) from None
+    if data.lstrip().startswith(b"["):
         try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
+            records = orjson.loads(data)
+        except orjson.JSONDecodeError as exc:
             raise TraceFormatError(f"{path}: not valid JSON ({exc})") from None
-        return list(data)
+        return list(records)
     if fmt == "tau-bench":
         raise TraceFormatError(f"{path}: a tau-bench file is a JSON array of runs")
     records = []
-    for number, line in enumerate(text.splitlines(), 1):
+    for number, line in enumerate(data.split(b"\n"), 1):
         if not line.strip():
             continue
         try:
-            records.append(json.loads(line))
-        except json.JSONDecodeError as exc:
-            raise TraceFormatError(f"{path}: line {number}: not valid JSON ({exc.msg})") from None
+            records.append(orjson.loads(line))
+        except orjson.JSONDecodeError as exc:
+            raise TraceFormatError(f"{path}: line {number}: not valid JSON ({exc})") from None
     return records
 
 

@@ -22,10 +22,13 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from collections import Counter
-from dataclasses import dataclass
+import shlex
+from collections import Counter, deque
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import orjson
 
 from opar_sim.measure.stats import Summary
 from opar_sim.rundir import (
@@ -34,15 +37,15 @@ from opar_sim.rundir import (
     SUMMARY_FILE,
     EpisodeRow,
     StepRow,
-    prepare_out_dir,
-    write_json,
-    write_jsonl,
+    claim_whole_run,
+    write_whole_run,
 )
 from opar_sim.traces.formats import Conversation, parse_file
 
 CONTROLLER = "recorded"
 TOOL_ERROR = "error"  # a step's ``tool_error`` when a tool answered one of its calls with an error
 SOURCE_FILE = "source.json"  # what was imported, from where
+IMPORT_FILES = (SOURCE_FILE, STEPS_FILE, EPISODES_FILE, SUMMARY_FILE)  # in the order written
 READ_ONLY = ("calculate", "think", "transfer_to_human_agents")
 READ_PREFIXES = ("get_", "search_", "list_")
 
@@ -73,12 +76,15 @@ def args_hash(arguments: Any) -> str:
     if isinstance(arguments, str):
         try:
             value = json.loads(arguments) if arguments.strip() else {}
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):  # not JSON, too deep, or a number too long
             value = arguments
     if value is None:
         value = {}
-    canonical = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:16]
+    try:
+        canonical = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    except (ValueError, RecursionError, TypeError):
+        canonical = repr(value)
+    return hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
 def _text(message: dict[str, Any]) -> int:
@@ -88,9 +94,16 @@ def _text(message: dict[str, Any]) -> int:
         function = call["function"]
         arguments = function.get("arguments") or ""
         chars += len(function["name"]) + len(
-            arguments if isinstance(arguments, str) else json.dumps(arguments)
+            arguments if isinstance(arguments, str) else _dumped(arguments)
         )
     return chars
+
+
+def _dumped(value: Any) -> str:
+    try:
+        return json.dumps(value)
+    except (ValueError, RecursionError, TypeError):
+        return repr(value)
 
 
 def _is_error(message: dict[str, Any]) -> bool:
@@ -99,32 +112,56 @@ def _is_error(message: dict[str, Any]) -> bool:
     return (message.get("content") or "").lstrip().lower().startswith("error")
 
 
+def _id_key(value: Any) -> Any:
+    """A tool-call id as a dict key, equal where the ids are equal (a list or object too)."""
+    try:
+        hash(value)
+    except TypeError:
+        return ("unhashable", repr(value))
+    return value
+
+
 def _answers(messages: list[dict[str, Any]]) -> dict[tuple[int, int], dict[str, Any]]:
     """(assistant message index, call index) -> the tool message answering that call.
 
     A call's answer is among the tool messages that follow its assistant message (up to
-    the next assistant message): the one with its ``tool_call_id`` if there is one, else
-    the next unmatched one in order.  Ids alone are not trusted: recorded runs reuse them.
+    the next assistant message): the first unmatched one with its ``tool_call_id`` if
+    there is one, else the first unmatched one in order.  Ids alone are not trusted:
+    recorded runs reuse them.  Linear in the messages and calls: each tool message is
+    looked at once, and taken at most once.
     """
     out: dict[tuple[int, int], dict[str, Any]] = {}
+    n = len(messages)
     for i, message in enumerate(messages):
         calls = message.get("tool_calls") or []
         if not calls:
             continue
         replies = []
-        for later in messages[i + 1 :]:
-            if later["role"] == "assistant":
-                break
-            if later["role"] == "tool":
-                replies.append(later)
-        free = list(range(len(replies)))
+        k = i + 1
+        while k < n and messages[k]["role"] != "assistant":
+            if messages[k]["role"] == "tool":
+                replies.append(messages[k])
+            k += 1
+        by_id: dict[Any, deque[int]] = {}
+        for r, reply in enumerate(replies):
+            by_id.setdefault(_id_key(reply.get("tool_call_id")), deque()).append(r)
+        used = [False] * len(replies)
+        first_free = 0
         for j, call in enumerate(calls):
-            wanted = call.get("id")
-            pick = next((k for k in free if replies[k].get("tool_call_id") == wanted), None)
-            if pick is None and free:
-                pick = free[0]
+            pick = None
+            same = by_id.get(_id_key(call.get("id")))
+            while same:
+                r = same.popleft()
+                if not used[r]:
+                    pick = r
+                    break
+            if pick is None:
+                while first_free < len(replies) and used[first_free]:
+                    first_free += 1
+                if first_free < len(replies):
+                    pick = first_free
             if pick is not None:
-                free.remove(pick)
+                used[pick] = True
                 out[(i, j)] = replies[pick]
     return out
 
@@ -251,6 +288,7 @@ class ImportResult:
     tasks: int
     trials: int
     summary: dict[str, Any]
+    notes: list[str] = field(default_factory=list)  # what was done besides (a leftover removed)
 
 
 def import_traces(
@@ -271,33 +309,54 @@ def import_traces(
         task: The task family (default: ``tau-bench/DOMAIN`` from the file name).
 
     Returns:
-        The directory, the counts of runs, tasks and trials per task, and the summary.
+        The directory, the counts of runs, tasks and trials per task, the summary, and
+        notes (a stopped import's leftover removed).
+
+    The run is written beside ``out`` and renamed into place when it is whole
+    (``rundir.write_whole_run``), with a manifest of its files: a killed import leaves
+    no half run, and the same command run again finishes it.
 
     Raises:
         TraceFormatError: when a record does not fit its format.
-        SpecError: when ``out`` already holds a run.
+        SpecError: when ``out`` already holds a run, or is not empty.
     """
     source = Path(path)
+    target = Path(out)
+
+    def command(where: str) -> str:
+        return (
+            f"opar-sim traces import {shlex.quote(str(source))} --format {fmt} "
+            f"--out {shlex.quote(where)}"
+        )
+
+    notes = claim_whole_run(target, IMPORT_FILES, command)
     runs = sorted(parse_file(source, fmt), key=lambda c: (c.task_id, c.trial))
     default_agent, default_task = default_names(source, fmt)
-    target = Path(out)
-    prepare_out_dir(target)
-    episodes, steps = [], []
+    episodes: list[EpisodeRow] = []
+    steps: list[bytes] = []
+    dumps, newline = orjson.dumps, orjson.OPT_APPEND_NEWLINE
     for conv in runs:
         episode, rows = conversation_rows(conv, agent or default_agent, task or default_task)
         episodes.append(episode)
-        steps.extend(rows)
+        steps += [dumps(row, option=newline) for row in rows]
     trials = Counter(c.task_id for c in runs)
     summary = Summary(trials=max(trials.values()))
     for row in episodes:
         summary.add_row(row)
     table = summary.as_dict()
-    target.mkdir(parents=True, exist_ok=True)
-    write_jsonl(target / STEPS_FILE, steps)
-    write_jsonl(target / EPISODES_FILE, episodes)
-    write_json(target / SUMMARY_FILE, table)
-    write_json(
-        target / SOURCE_FILE,
-        {"format": fmt, "file": str(source.resolve()), "runs": len(runs), "tasks": len(trials)},
+    about = {"format": fmt, "file": str(source.resolve()), "runs": len(runs), "tasks": len(trials)}
+    files = {
+        SOURCE_FILE: _json_bytes(about),
+        STEPS_FILE: b"".join(steps),
+        EPISODES_FILE: b"".join(dumps(row, option=newline) for row in episodes),
+        SUMMARY_FILE: _json_bytes(table),
+    }
+    write_whole_run(
+        target, files, head={"import": SOURCE_FILE}, units=len(runs), command=command(str(out))
     )
-    return ImportResult(target, len(runs), len(trials), max(trials.values()), table)
+    return ImportResult(target, len(runs), len(trials), max(trials.values()), table, notes)
+
+
+def _json_bytes(data: Any) -> bytes:
+    """A JSON document as ``write_json`` writes it: indented, with a final newline."""
+    return (json.dumps(data, indent=2) + "\n").encode()

@@ -19,6 +19,7 @@ from opar_sim.rundir import (
     EpisodeKey,
     RunDirError,
     episode_key,
+    read_input,
     rows,
 )
 from opar_sim.spec.build import parse_spec
@@ -47,7 +48,7 @@ class RecordedRun:
 
 
 def _rows(path: Path) -> list[dict[str, Any]]:
-    if not path.is_file():
+    if not (path.exists() or path.is_symlink()):  # a FIFO or a device: refused by ``rows``
         return []
     try:
         return list(rows(path))
@@ -71,11 +72,11 @@ def load_run(path: str | Path, *, need_steps: bool = False) -> RecordedRun:
     """
     p = Path(path)
     spec_file = p / "spec.json"
-    if not spec_file.is_file():
+    if not (spec_file.exists() or spec_file.is_symlink()):
         raise SpecError(f"{p}: not a run directory (no spec.json)")
     try:
-        data = json.loads(spec_file.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
+        data = json.loads(read_input(spec_file))
+    except (ValueError, RecursionError):  # not JSON, not UTF-8, a number too long
         raise SpecError(f"{spec_file}: not valid JSON") from None
     if not isinstance(data, dict):
         raise SpecError(f"{spec_file}: not a JSON object")

@@ -60,7 +60,7 @@ DAMAGES: dict[str, tuple[str, Callable[[bytes], bytes | None], str]] = {
         lambda d: b"xx\n" + d[d.index(b"\n") + 1 :],
         "manifest.jsonl header damaged",
     ),
-    "spec.json torn": ("spec.json", lambda d: d[:300], "spec.json was damaged: rewritten"),
+    "spec.json torn": ("spec.json", lambda d: d[:300], "spec.json was damaged (not valid JSON"),
     "spec.json deleted": ("spec.json", lambda d: None, "spec.json was missing: rewritten"),
     "summary deleted": ("summary.json", lambda d: None, "checked 10 chunk(s)"),
 }

@@ -144,7 +144,7 @@ def test_generic_format_round_trip(tmp_path: Path) -> None:
         ({"reward": None}, "run 0 (task 3, trial 0): reward: must be a number"),
         ({"reward": 2}, "run 0 (task 3, trial 0): reward: must lie in [0, 1]"),
         ({"trial": "x"}, "run 0 (task 3, trial x): trial: must be an integer"),
-        ({"task_id": -1}, "run 0 (task -1, trial 0): task_id: must be an integer >= 0"),
+        ({"task_id": -1}, "run 0 (task -1, trial 0): task_id: must be an integer from 0 to"),
         ({"messages": []}, "run 0 (task 3, trial 0): messages: must be a non-empty list"),
         (
             {"messages": [{"role": "robot", "content": "x"}]},

@@ -141,6 +141,7 @@ def test_export_takes_an_llm_runs_model_calls_from_calls_jsonl(run_dir, tmp_path
          "steps": 1, "sim_seconds": 1.0},
     ]  # fmt: skip
     (copy / "calls.jsonl").write_text("".join(to_line(c) for c in calls))
+    (copy / "manifest.jsonl").unlink()  # calls.jsonl is written by hand: no manifest vouches
     data = _export(copy, tmp_path / "spans.json")
     request = trace_service.ExportTraceServiceRequest()
     json_format.Parse(json.dumps(_as_proto_json(data)), request)

@@ -14,9 +14,9 @@ from pathlib import Path
 
 from rich.console import Console
 
-from opar_sim.cli.commands.common import int_at_least
+from opar_sim.cli.commands.common import int_between
 from opar_sim.rundir import write_json
-from opar_sim.traces.advise import advise
+from opar_sim.traces.advise import MAX_BUDGET, advise
 
 NAME = "advise"
 HELP = "the cap that keeps a share of the successes, and whether restarting beats continuing"
@@ -43,8 +43,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--budget",
-        type=int_at_least(2),
-        help="turns allowed per task in the restart study (default: the longest run)",
+        type=int_between(2, MAX_BUDGET),
+        help="turns allowed per task in the restart study (default: the longest run; at most "
+        f"{MAX_BUDGET:,})",
     )
     parser.add_argument("--of", metavar="CONTROLLER", help="whose runs (a run of several)")
 

@@ -26,7 +26,12 @@ import argparse
 from rich.console import Console
 
 from opar_sim.calibration.calibrate import CalibrationBudget, calibrate
-from opar_sim.cli.commands.common import int_at_least
+from opar_sim.cli.commands.common import (
+    MAX_CELL_EPISODES,
+    MAX_FOLDS,
+    int_at_least,
+    int_between,
+)
 from opar_sim.cli.progress import stages
 from opar_sim.rundir import write_bytes, write_json
 
@@ -47,13 +52,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "spec with the calibrated agent, else experiments/tau_airline_model.toml",
     )
     parser.add_argument(
-        "--folds", type=int_at_least(2), default=5, help="task folds held out (default 5)"
+        "--folds",
+        type=int_between(2, MAX_FOLDS),
+        default=5,
+        help=f"task folds held out (default 5, at most {MAX_FOLDS:,})",
     )
     parser.add_argument(
         "--cell-episodes",
-        type=int_at_least(4),
+        type=int_between(4, MAX_CELL_EPISODES),
         default=48,
-        help="simulated episodes per (feature, shift) cell of the table (default 48)",
+        help="simulated episodes per (feature, shift) cell of the table (default 48, at most "
+        f"{MAX_CELL_EPISODES:,})",
     )
     parser.add_argument(
         "--vary",

@@ -17,16 +17,40 @@ class UsageError(InputError):
     """Bad input from the user: reported in one line, exit status 2."""
 
 
+# ceilings of sizes that would run for days or allocate without bound, checked by argparse
+MAX_TRIALS = 10_000  # Optuna trials (tune, shootout)
+MAX_REPLICATES = 20  # tuning replicates (tune, shootout): the seed ledger holds 20 tuning seeds
+MAX_FOLDS = 1_000  # calibrate's task folds
+MAX_CELL_EPISODES = 100_000  # calibrate's simulated episodes per table cell
+
+
 def int_at_least(minimum: int) -> argparse._ActionType:
     """An argparse type: an integer no smaller than ``minimum``."""
+    return int_between(minimum, None)
+
+
+def int_between(minimum: int, maximum: int | None) -> argparse._ActionType:
+    """An argparse type: an integer from ``minimum`` to ``maximum`` (None: no ceiling).
+
+    A size over its ceiling is refused before anything runs, in one line naming both.
+    """
 
     def parse(text: str) -> int:
+        digits = text.strip().lstrip("+-")
+        if digits.isdigit() and len(digits) > 40:  # past any ceiling, and past int()'s limit
+            if maximum is not None and not text.strip().startswith("-"):
+                raise argparse.ArgumentTypeError(
+                    f"must be at most {maximum:,}, got a number of {len(digits):,} digits"
+                )
+            raise argparse.ArgumentTypeError(f"expected an integer, got {text[:20]!r}...")
         try:
             value = int(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
         if value < minimum:
             raise argparse.ArgumentTypeError(f"must be >= {minimum}, got {value}")
+        if maximum is not None and value > maximum:
+            raise argparse.ArgumentTypeError(f"must be at most {maximum:,}, got {value:,}")
         return value
 
     return parse

@@ -17,11 +17,14 @@ from rich.markup import escape
 
 from controllers.registry import CONTROLLERS
 from opar_sim.cli.commands.common import (
+    MAX_REPLICATES,
+    MAX_TRIALS,
     UsageError,
     add_executor_flags,
     default_out,
     executor_config,
     int_at_least,
+    int_between,
     require_backends,
 )
 from opar_sim.cli.render import progress_bar
@@ -49,14 +52,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--trials-per-dim",
-        type=int_at_least(1),
+        type=int_between(1, MAX_TRIALS),
         default=DEFAULT.trials_per_dim,
         help=f"k: each replicate of a law runs k × d trials, d its parameters + the shared "
         f"confirm (default {DEFAULT.trials_per_dim})",
     )
     parser.add_argument(
         "--replicates",
-        type=int_at_least(1),
+        type=int_between(1, MAX_REPLICATES),
         default=DEFAULT.replicates,
         help=f"tuning replicates per law (default {DEFAULT.replicates})",
     )

@@ -19,7 +19,7 @@ from typing import Any
 from rich.console import Console
 
 from opar_sim.cli.commands.common import UsageError, default_out, int_at_least
-from opar_sim.rundir import prepare_out_dir, write_json
+from opar_sim.rundir import prepare_out_dir, read_input, write_json
 from opar_sim.running.executors import ExecutorConfig
 from opar_sim.spec.build import load_spec
 from opar_sim.studies.sprt import SPRTBudget, require_simulated, sprt_study
@@ -96,8 +96,8 @@ def _given(path: Path | None) -> dict[str, Any] | None:
     """``--params``: the ``params`` of a calibration written before (None: calibrate)."""
     if path is None:
         return None
-    try:
-        params: dict[str, Any] = json.loads(path.read_text())["params"]
-    except (OSError, ValueError, KeyError, TypeError) as exc:
+    try:  # the checked reader: a regular file under the size ceiling
+        params: dict[str, Any] = json.loads(read_input(path))["params"]
+    except (OSError, ValueError, KeyError, TypeError, RecursionError) as exc:
         raise UsageError(f"--params {path}: {exc}") from None
     return params

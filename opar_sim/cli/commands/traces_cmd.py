@@ -54,6 +54,8 @@ def run(args: argparse.Namespace, console: Console) -> int:
     if args.action == "compare":
         return _compare(args, console)
     result = import_traces(args.file, args.fmt, args.out, agent=args.agent, task=args.task)
+    for note in result.notes:
+        console.print(note, markup=False, highlight=False)
     stats = next(iter(result.summary.values()))
     console.print(
         f"imported {result.runs} runs ({result.tasks} tasks, up to {result.trials} trials each): "

@@ -11,11 +11,14 @@ from rich.console import Console
 from rich.markup import escape
 
 from opar_sim.cli.commands.common import (
+    MAX_REPLICATES,
+    MAX_TRIALS,
     UsageError,
     add_executor_flags,
     default_out,
     executor_config,
     int_at_least,
+    int_between,
     require_backends,
 )
 from opar_sim.cli.render import progress_bar
@@ -48,11 +51,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     Also the executor flags: the trials' episodes run there.
     """
     parser.add_argument("spec", help="experiment spec (TOML) with a [tune] table")
-    parser.add_argument("--trials", type=int_at_least(1), help="override [tune] trials")
+    parser.add_argument(
+        "--trials",
+        type=int_between(1, MAX_TRIALS),
+        help=f"override [tune] trials (at most {MAX_TRIALS:,})",
+    )
     parser.add_argument("--sampler", choices=("tpe", "cmaes"), help="override [tune] sampler")
     parser.add_argument(
         "--replicates",
-        type=int_at_least(1),
+        type=int_between(1, MAX_REPLICATES),
         default=DEFAULT_REPLICATES,
         help=f"independent tuning replicates (default {DEFAULT_REPLICATES})",
     )
