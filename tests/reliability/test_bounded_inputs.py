@@ -250,7 +250,8 @@ CEILINGS = [
     (["calibrate", "RUN", "--folds", "1000000000"], "--folds", "1,000"),
     (["calibrate", "RUN", "--folds", "9" * 30], "--folds", "1,000"),
     (["tune", SPEC, "--trials", "1000000000"], "--trials", "10,000"),
-    (["shootout", SPEC, "--trials", "1000000000"], "--trials", "10,000"),
+    (["shootout", SPEC, "--trials-per-dim", "1000000000"], "--trials-per-dim", "10,000"),
+    (["shootout", SPEC, "--replicates", "1000000000"], "--replicates", "20"),
 ]
 
 
@@ -275,7 +276,7 @@ def test_1e9_is_not_an_integer_count(tau, capsys):
         ["calibrate", tau, "--cell-episodes", "1e9"],
         ["calibrate", tau, "--folds", "1e9"],
         ["tune", SPEC, "--trials", "1e9"],
-        ["shootout", SPEC, "--trials", "1e9"],
+        ["shootout", SPEC, "--trials-per-dim", "1e9"],
     ):
         status, _, err = cli(argv, capsys)
         assert status == 2 and "expected an integer, got '1e9'" in err and err.count("\n") == 1
