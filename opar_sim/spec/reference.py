@@ -226,6 +226,8 @@ def render() -> str:
         "",
     ]
     for name in environments.names():
+        if is_file_ref(name):  # a user's file loaded in this process: not part of the reference
+            continue
         factory: Any = environments.registry.TASKS.factory(name)
         lines += [f"### `{name}`", "", _doc(factory), ""]
         params = getattr(factory, "Params", None)

@@ -7,6 +7,7 @@ import sys
 
 import pytest
 
+from environments.registry import TASKS
 from opar_sim.cli import main
 
 
@@ -32,7 +33,9 @@ def test_the_printed_test_command_runs_without_pytest(tmp_path, capsys, kind):
     assert done.stdout.count("ok test_") == 3
 
 
-def test_a_task_loads_from_its_file_as_a_controller_does(tmp_path, capsys):
+def test_a_task_loads_from_its_file_as_a_controller_does(tmp_path, capsys, monkeypatch):
+    # the task registers itself (and under its file reference): this process's registry only
+    monkeypatch.setattr(TASKS, "factories", dict(TASKS.factories))
     assert main(["init", "collect_it", "--kind", "task", "--dir", str(tmp_path)]) == 0
     use = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("use it: "))
     ref = f"{tmp_path / 'collect_it.py'}:CollectIt"
