@@ -90,10 +90,10 @@ class Sizes:
 FULL = Sizes(
     50_000, 1_000, 3_000, (200, 2_000), 100_000, 20_000, 100, 20_000, True, (1_000, 100_000), True
 )
-# the quick CLI sizes differ by enough work (about 1.5 s of CPU) that start-up noise cannot turn
-# the differenced per-step cost negative: 5 against 25 episodes once did on a busy box, and 5
-# against 300 (about 0.2 s) did in a fresh clone, where PYTHONDONTWRITEBYTECODE=1 makes each start-up
-# compile every module again (a second or two of CPU, varying by tenths)
+# the quick CLI sizes differ by enough work (about 1.5 s of CPU) that start-up noise cannot
+# turn the differenced per-step cost negative: 5 against 25 episodes once did on a busy box,
+# and 5 against 300 (about 0.2 s) did in a fresh clone, where PYTHONDONTWRITEBYTECODE=1 makes
+# each start-up compile every module again (a second or two of CPU, varying by tenths)
 QUICK = Sizes(2_000, 20, 30, (5, 2_000), 500, 200, 3, 200, False, (20, 200), False)
 
 
