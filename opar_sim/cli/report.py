@@ -19,7 +19,7 @@ read with ``importlib.resources`` (``asset``).
 A run directory is shared (a colleague's tarball, a vendor's export), so every
 string in it is data, never markup (issue 31): text and attributes are escaped;
 the JSON is embedded with ``<``, ``>``, ``&``, U+2028 and U+2029 written as
-``\uXXXX`` (``_json_script``); an SVG read from the run directory is parsed
+``\uXXXX`` (``page_safe.json_script``); an SVG read from the run directory is parsed
 and rewritten to the drawing elements and attributes matplotlib writes, its
 references local (``inline_svg``); figure stems and raster rows of
 ``figures.json`` are checked against what the code writes (``valid_index``);

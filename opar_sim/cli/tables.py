@@ -282,6 +282,7 @@ __all__ = [
     "comparison_table",
     "interval",
     "outcome_table",
+    "paired_rows",
     "pass_columns",
     "reference_table",
     "response_table",
@@ -298,6 +299,34 @@ def interval(e: Estimate, fmt: str, scale: float = 1.0) -> str:
     return f"{m:+{fmt}} [{lo:+{fmt}}, {hi:+{fmt}}]"
 
 
+# the measures of a paired comparison: name, format of a mean, format of a difference, scale
+_MEASURES = {
+    "success": (".1%", ".1f", 100.0),
+    "steps": (".2f", ".2f", 1.0),
+    "tokens": (",.0f", ",.0f", 1.0),
+    "replans": (".2f", ".2f", 1.0),
+}
+
+
+def paired_rows(d: ControllerDiff, name: str, measures: tuple[str, ...]) -> list[list[str]]:
+    """One row per measure: A's mean, B's, and B − A with its 95 % interval (p for success).
+
+    One measure a row keeps the table narrow (it fits 100 columns) however many are shown.
+    """
+    rows = []
+    for k, measure in enumerate(measures):
+        mean_fmt, diff_fmt, scale = _MEASURES[measure]
+        if measure == "success":
+            a, b = d.success_a.rate, d.success_b.rate
+            delta, p = interval(d.success_diff, diff_fmt, scale) + " pp", f"{d.mcnemar_p:.2g}"
+        else:
+            a, b = d.means_a[measure], d.means_b[measure]
+            delta, p = interval(d.diffs[measure], diff_fmt, scale), ""
+        shown = name if k == 0 else ""
+        rows.append([shown, measure, f"{a:{mean_fmt}}", f"{b:{mean_fmt}}", delta, p])
+    return rows
+
+
 def reference_table(diffs: list[ControllerDiff], reference: str) -> TextTable:
     """``compare``'s first table: each law minus the reference law, paired on the same episodes.
 
@@ -306,26 +335,17 @@ def reference_table(diffs: list[ControllerDiff], reference: str) -> TextTable:
         reference: The reference law's name.
 
     Returns:
-        One row per law: its success, the paired differences in success (percentage
-        points, McNemar p), tokens and REPLANs per episode, each with its 95 % interval.
+        Per law, a row each for success (McNemar p), tokens and REPLANs per episode: the
+        reference's mean, the law's, and the paired difference with its 95 % interval.
     """
     rows = [
-        [
-            d.controller,
-            str(d.common),
-            f"{d.success_b.rate:.1%}",
-            interval(d.success_diff, ".1f", 100.0),
-            f"{d.mcnemar_p:.2g}",
-            interval(d.diffs["tokens"], ",.0f"),
-            interval(d.diffs["replans"], ".2f"),
-        ]
-        for d in diffs
+        r for d in diffs for r in paired_rows(d, d.controller, ("success", "tokens", "replans"))
     ]
-    base = diffs[0].success_a.rate if diffs else float("nan")
-    columns = ["law", "n", "success", "Δ success (pp)", "McNemar p", "Δ tokens", "Δ replans"]
+    n = diffs[0].common if diffs else 0
+    columns = ["law", "measure", reference, "law", "law − " + reference, "p"]
     notes = [
-        f"Δ: the law minus {reference} ({base:.1%} success), paired on the same episodes "
-        "(the laws of a run see the same worlds); [a, b]: 95 % paired bootstrap interval",
+        f"{n} episodes per law, paired: the laws of a run see the same worlds; [a, b]: 95 % "
+        "paired bootstrap interval; p: exact McNemar",
         "an interval that contains 0, or p ≥ 0.05, is no evidence of a difference",
     ]
-    return TextTable(f"paired differences to {reference}", columns, rows, notes)
+    return TextTable(f"paired differences to {reference}", columns, rows, notes, left=2)

@@ -10,7 +10,7 @@ from pathlib import Path
 from rich.console import Console
 
 from opar_sim.cli.commands.common import UsageError
-from opar_sim.cli.tables import TextTable, interval
+from opar_sim.cli.tables import TextTable, paired_rows
 from opar_sim.measure.diff import RunDiff, diff_runs
 from opar_sim.measure.stats import Estimate
 from opar_sim.rundir import RunDirError
@@ -35,20 +35,8 @@ def diff_table(d: RunDiff) -> TextTable:
     Returns:
         One row per controller both runs hold.
     """
-    rows = [
-        [
-            c.controller,
-            str(c.common),
-            f"{c.success_a.rate:.1%}",
-            f"{c.success_b.rate:.1%}",
-            interval(c.success_diff, ".1f", 100.0),
-            f"{c.mcnemar_p:.2g}",
-            interval(c.diffs["steps"], ".2f"),
-            interval(c.diffs["tokens"], ",.0f"),
-            interval(c.diffs["replans"], ".2f"),
-        ]
-        for c in d.controllers
-    ]
+    measures = ("success", "steps", "tokens", "replans")
+    rows = [r for c in d.controllers for r in paired_rows(c, c.controller, measures)]
     worlds = (
         "same seed and task: episode i is the same world in both runs (common random numbers)"
         if d.same_worlds
@@ -56,26 +44,16 @@ def diff_table(d: RunDiff) -> TextTable:
         "the Δ columns match episode numbers only and their intervals and p are not valid"
     )
     notes = [
-        f"A = {d.a}, B = {d.b}; B − A per episode over the episodes both hold (n); {worlds}",
-        "success in points (paired bootstrap 95% CI, exact McNemar p); steps, tokens and "
-        "REPLANs per episode (paired bootstrap 95% CI)",
+        f"A = {d.a}, B = {d.b}; B − A per episode over the episodes both hold; {worlds}",
+        "success in points (pp); steps, tokens and REPLANs per episode; [a, b]: paired "
+        "bootstrap 95% CI; p: exact McNemar",
     ]
     if d.only_a or d.only_b:
         only_a, only_b = ", ".join(d.only_a) or "none", ", ".join(d.only_b) or "none"
         notes.append(f"only in A: {only_a}; only in B: {only_b}")
     return TextTable(
         "diff: B − A per controller" + ("" if d.same_worlds else " (UNPAIRED)"),
-        [
-            "controller",
-            "n",
-            "success A",
-            "success B",
-            "Δ success, pts",
-            "p",
-            "Δ steps",
-            "Δ tokens",
-            "Δ REPLANs",
-        ],
+        ["controller", "measure", "A", "B", "B − A", "p"],
         rows,
         notes,
     )
