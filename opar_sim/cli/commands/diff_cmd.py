@@ -56,6 +56,7 @@ def diff_table(d: RunDiff) -> TextTable:
         ["controller", "measure", "A", "B", "B − A", "p"],
         rows,
         notes,
+        left=2,
     )
 
 
