@@ -26,8 +26,11 @@ calibrated boundary is given).  The steps of one episode are not independent
 given feasibility (a bad plan makes no-progress steps persist), so the
 calibrated boundaries are instead the smallest whose exceedance share on the
 tuning episodes has a 95 % Clopper–Pearson upper bound at most the rate asked
-for.  The defaults are flight_booking's with ``infeasible_rate = 0.3``
-(tuning seed 100, episodes 0..1999; never the evaluation seeds), α = β = 0.05.
+for, fitted on episodes the tables never saw.  The defaults are
+flight_booking's with ``infeasible_rate = 0.3`` and 20 steps (tuning seed 100:
+tables on episodes 0..1999, boundaries on 2000..3999; never the evaluation
+seeds), α = β = 0.05.  On another task or agent, or past those 20 steps, the
+law runs and says so (``cautions``): its error rates are not guaranteed there.
 
 Between stops it replans like Algorithm 2's threshold law: δ_plan >
 ``threshold_drift`` or δ_act < ``threshold_valid``.  Neither rule reads the
@@ -43,15 +46,16 @@ from collections.abc import Sequence
 from typing import ClassVar
 
 from controllers.base import require_unit
-from opar_sim.core.controller import ReflectContext
+from opar_sim.core.controller import ModelInfo, ReflectContext
 from opar_sim.core.types import ControlSignal, Decision, Evaluation
 
 DONE_BINS = 11  # δ_task bins of width 0.1 on [0, 1), and a reading of 1.0 (clipped) alone
 ACT_EDGES = (0.35, 0.8)  # δ_act: failed < 0.35 ≤ no progress < 0.8 ≤ progress
 N_ACT = len(ACT_EDGES) + 1
 PRODUCTIVE_CAP = 4  # the δ_act table is conditioned on min(productive steps so far, 4)
-# Fitted on flight_booking (infeasible_rate 0.3), tuning seed 100, episodes 0..1999,
-# by ``opar_sim.studies.sprt.calibrate`` (alpha = beta = 0.05).
+# Fitted on flight_booking (infeasible_rate 0.3, 20 steps), tuning seed 100, by
+# ``opar_sim.studies.sprt_calibration.calibrate`` with 4,000 episodes (alpha = beta = 0.05):
+# the tables on episodes 0..1999, the boundaries on 2000..3999.
 DONE_LLR: tuple[float, ...] = (
     -6.9322,
     -7.0941,
@@ -83,73 +87,80 @@ ABANDON_LLR: tuple[float, ...] = (
     -0.996,
 )
 DONE_BOUNDARY: float | None = 5.625900000000001
-ABANDON_BOUNDARY: float | None = 10.815700000000001
+ABANDON_BOUNDARY: float | None = 11.156099999999999
 
-# Boundaries recalibrated at each (alpha, beta) of RATES from the same 2,000 tuning episodes of
+# Boundaries recalibrated at each (alpha, beta) of RATES from the same 2,000 boundary episodes of
 # flight_booking_infeasible (seed TUNING_SEED; studies.sprt_calibration.calibrate(grid=RATES)):
 # the give-up boundary depends on beta alone; the done boundary on both (it is fitted on the steps
 # before the give-up stop).  (0.05, 0.05) gives the shipped DONE_BOUNDARY and ABANDON_BOUNDARY.
 RATES: tuple[float, ...] = (0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.3)
 ABANDON_AT: dict[float, float] = {
-    0.005: 23.065100000000005,
-    0.01: 18.156599999999997,
-    0.02: 15.625100000000002,
-    0.05: 10.815700000000001,
-    0.1: 8.2832,
-    0.2: 5.9809,
+    0.005: 19.127000000000006,
+    0.01: 17.2786,
+    0.02: 14.664899999999994,
+    0.05: 11.156099999999999,
+    0.1: 8.0932,
+    0.2: 5.7257,
     0.3: 4.633100000000001,
 }
 DONE_AT: dict[tuple[float, float], float] = {
-    (0.005, 0.005): 42.383399999999995,
-    (0.01, 0.005): 36.480000000000004,
-    (0.02, 0.005): 11.8557,
-    (0.05, 0.005): 5.625900000000001,
+    (0.005, 0.005): 44.0217,
+    (0.01, 0.005): 18.6713,
+    (0.02, 0.005): 10.790000000000001,
+    (0.05, 0.005): 5.8263,
     (0.1, 0.005): 2.9833,
     (0.2, 0.005): 1.1897,
     (0.3, 0.005): 0.0,
-    (0.005, 0.01): 42.383399999999995,
-    (0.01, 0.01): 36.480000000000004,
-    (0.02, 0.01): 11.8557,
-    (0.05, 0.01): 5.625900000000001,
+    (0.005, 0.01): 44.0217,
+    (0.01, 0.01): 18.6713,
+    (0.02, 0.01): 10.790000000000001,
+    (0.05, 0.01): 5.8263,
     (0.1, 0.01): 2.9833,
     (0.2, 0.01): 1.1897,
     (0.3, 0.01): 0.0,
-    (0.005, 0.02): 42.383399999999995,
-    (0.01, 0.02): 36.480000000000004,
-    (0.02, 0.02): 11.8557,
+    (0.005, 0.02): 44.0217,
+    (0.01, 0.02): 18.6713,
+    (0.02, 0.02): 10.4028,
     (0.05, 0.02): 5.625900000000001,
     (0.1, 0.02): 2.9833,
     (0.2, 0.02): 1.1897,
     (0.3, 0.02): 0.0,
-    (0.005, 0.05): 42.383399999999995,
-    (0.01, 0.05): 36.480000000000004,
-    (0.02, 0.05): 11.8557,
+    (0.005, 0.05): 44.0217,
+    (0.01, 0.05): 17.4816,
+    (0.02, 0.05): 10.4028,
     (0.05, 0.05): 5.625900000000001,
     (0.1, 0.05): 2.9833,
     (0.2, 0.05): 1.1897,
     (0.3, 0.05): 0.0,
-    (0.005, 0.1): 42.383399999999995,
-    (0.01, 0.1): 36.480000000000004,
-    (0.02, 0.1): 10.9886,
+    (0.005, 0.1): 44.0217,
+    (0.01, 0.1): 17.4816,
+    (0.02, 0.1): 10.4028,
     (0.05, 0.1): 5.625900000000001,
     (0.1, 0.1): 2.9833,
     (0.2, 0.1): 1.1897,
     (0.3, 0.1): 0.0,
-    (0.005, 0.2): 42.383399999999995,
-    (0.01, 0.2): 36.480000000000004,
-    (0.02, 0.2): 8.931799999999999,
-    (0.05, 0.2): 4.4362,
+    (0.005, 0.2): 44.0217,
+    (0.01, 0.2): 14.4983,
+    (0.02, 0.2): 10.062100000000001,
+    (0.05, 0.2): 5.3627,
     (0.1, 0.2): 2.9833,
-    (0.2, 0.2): 0.0,
+    (0.2, 0.2): 1.1897,
     (0.3, 0.2): 0.0,
-    (0.005, 0.3): 42.383399999999995,
-    (0.01, 0.3): 36.480000000000004,
-    (0.02, 0.3): 8.6092,
+    (0.005, 0.3): 44.0217,
+    (0.01, 0.3): 13.4449,
+    (0.02, 0.3): 9.413499999999999,
     (0.05, 0.3): 4.4362,
     (0.1, 0.3): 2.3794,
     (0.2, 0.3): 0.0,
     (0.3, 0.3): 0.0,
 }
+
+
+# Where the shipped tables and boundaries were fitted: the task (with the simulated agent) and
+# the step limit of those episodes.  Past that horizon the boundaries' error rates are not
+# guaranteed (the statistics keep accumulating on steps the calibration never saw).
+CALIBRATED_TASK = "flight_booking"
+CALIBRATED_HORIZON = 20
 
 
 def calibrated_boundaries(alpha: float, beta: float) -> tuple[float, float]:
@@ -216,6 +227,8 @@ class SPRTReflector:
         abandon_boundary: float | None = ABANDON_BOUNDARY,
         threshold_drift: float = 0.6,
         threshold_valid: float = 0.3,
+        calibrated_task: str | None = CALIBRATED_TASK,
+        calibrated_horizon: int | None = CALIBRATED_HORIZON,
     ) -> None:
         """Build the law.
 
@@ -233,6 +246,10 @@ class SPRTReflector:
                 ``inf``: never give up.
             threshold_drift: δ_plan above which to REPLAN.
             threshold_valid: δ_act below which to REPLAN.
+            calibrated_task: The task the tables and boundaries were fitted on (None:
+                unknown); on another task the law runs with a caution (``cautions``).
+            calibrated_horizon: The step limit of the calibration episodes (None: unknown);
+                past it the error rates are not guaranteed, and the law says so.
         """
         if not (0.0 < alpha < 1.0 and 0.0 < beta < 1.0):
             raise ValueError(f"alpha and beta must be in (0, 1), got {alpha}, {beta}")
@@ -241,6 +258,10 @@ class SPRTReflector:
         if len(abandon_llr) != len(ABANDON_LLR):
             raise ValueError(f"abandon_llr needs {len(ABANDON_LLR)} values, got {len(abandon_llr)}")
         require_unit(threshold_drift=threshold_drift, threshold_valid=threshold_valid)
+        if calibrated_horizon is not None and calibrated_horizon < 1:
+            raise ValueError(f"calibrated_horizon must be >= 1, got {calibrated_horizon}")
+        self.calibrated_task = calibrated_task
+        self.calibrated_horizon = calibrated_horizon
         self.alpha = alpha
         self.beta = beta
         self.done_llr = tuple(float(x) for x in done_llr)
@@ -253,6 +274,28 @@ class SPRTReflector:
         self.threshold_drift = threshold_drift
         self.threshold_valid = threshold_valid
         self.reset()
+
+    def cautions(self, model: ModelInfo) -> list[str]:
+        """Where this run leaves the calibration: another task or agent, a longer horizon."""
+        out = []
+        if self.calibrated_task is not None and model.task != self.calibrated_task:
+            out.append(
+                f"not calibrated for this task: its tables and boundaries were fitted on "
+                f"{self.calibrated_task}, not {model.task}, so alpha and beta are not its "
+                "error rates here; calibrate it with `opar-sim sprt SPEC`"
+            )
+        elif model.agent_kind != "simulated":
+            out.append(
+                f"not calibrated for this agent: its tables were fitted on the simulated agent's "
+                f"evaluations, not {model.agent_kind}'s; calibrate it with `opar-sim sprt SPEC`"
+            )
+        if self.calibrated_horizon is not None and model.max_steps > self.calibrated_horizon:
+            out.append(
+                f"max_steps {model.max_steps} is past the horizon its boundaries were calibrated "
+                f"on ({self.calibrated_horizon} steps): the false-completion and false-abandon "
+                "rates can exceed alpha and beta there"
+            )
+        return out
 
     def reset(self) -> None:
         """Both statistics back to 0."""

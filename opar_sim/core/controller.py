@@ -122,3 +122,16 @@ class ModelReader(Protocol):
     def bind_model(self, model: ModelInfo) -> None:
         """Receive the model parameters of the spec the law runs in."""
         ...
+
+
+@runtime_checkable
+class Cautious(Protocol):
+    """A law whose guarantee holds only where it was fitted: it says where it runs outside.
+
+    ``cautions`` is asked once, when the spec is built; each line it returns is
+    printed beside the run's results (the law still runs).
+    """
+
+    def cautions(self, model: ModelInfo) -> list[str]:
+        """Why the law's numbers may not hold in the spec described by ``model`` (or [])."""
+        ...

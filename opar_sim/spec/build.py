@@ -23,7 +23,7 @@ import environments
 from opar_sim.agents.orchestrator import bind_sub_agents
 from opar_sim.agents.registry import AGENTS
 from opar_sim.core.agent import Agent
-from opar_sim.core.controller import Controller, ModelInfo, ModelReader
+from opar_sim.core.controller import Cautious, Controller, ModelInfo, ModelReader
 from opar_sim.core.guardrail import Guardrail
 from opar_sim.core.limits import Limits
 from opar_sim.core.registry import ParameterError
@@ -108,6 +108,7 @@ class Components:
     limits: Limits
     make_supervisor: Callable[[], Supervisor | None] = lambda: None
     guardrail: Guardrail | None = None
+    cautions: tuple[str, ...] = ()  # "law: why its numbers may not hold here", one per line
 
 
 def build(spec: ExperimentSpec, source: str = "spec") -> Components:
@@ -155,6 +156,7 @@ def _build(spec: ExperimentSpec, source: str) -> Components:
     make_agent = _agent_factory(a, source)
     model = _LazyModel(spec)
     made: list[tuple[str, Callable[[], Controller]]] = []
+    cautions: list[str] = []
     for i, c in enumerate(spec.controller_list()):
         if is_file_ref(c.name):  # a user's law from a file: loaded and registered here
             try:
@@ -165,6 +167,8 @@ def _build(spec: ExperimentSpec, source: str) -> Components:
             law = controllers.make(c.name, **c.params)
             if isinstance(law, ModelReader):  # a model-based law says here what it cannot model
                 law.bind_model(model())
+            if isinstance(law, Cautious):  # a fitted law says where it runs outside its fit
+                cautions += [f"{c.name}: {line}" for line in law.cautions(model())]
         except ParameterError as exc:
             table = f"compare.{i}" if spec.compare else "controller"
             raise SpecError(
@@ -186,6 +190,7 @@ def _build(spec: ExperimentSpec, source: str) -> Components:
         limits=limits,
         make_supervisor=spec.guards.supervisor,
         guardrail=Guardrail(g.min_confidence, g.constraints) if g is not None else None,
+        cautions=tuple(cautions),
     )
 
 

@@ -48,7 +48,7 @@ from opar_sim.engines.batch import batch_unsupported
 from opar_sim.rundir import prepare_out_dir, write_json
 from opar_sim.running.executors import ExecutorConfig, open_executor
 from opar_sim.running.search import apply_params, batch_evaluate, executor_evaluate
-from opar_sim.spec.build import load_spec, parse_spec
+from opar_sim.spec.build import build, load_spec, parse_spec
 from opar_sim.spec.schema import ExperimentSpec, Objective, ParamRange, SpecError
 from opar_sim.studies.contender import (
     Budget,
@@ -170,6 +170,7 @@ class ShootoutPlan:
             spent,
             dict(self.skipped),
             time.perf_counter() - started,
+            tuple(line for c in self.contenders for line in build(parse_spec(c.data)).cautions),
         )
 
 

@@ -26,9 +26,10 @@ OUTSIDE_BUDGET = {
     "bayes": "bayes's model of the loop (a five-state hidden chain) was fitted outside this "
     "budget: about 15 rounds of 600-2,000 flight_booking episodes on tuning seed 100, with "
     "the task's own settings read from the spec (docs/bayes.md); it refuses other tasks",
-    "sprt": "sprt's likelihood tables and calibrated boundaries come from 2,000 episodes of "
-    "flight_booking_infeasible on tuning seed 100 (docs/sprt.md), outside this budget; "
-    "on another task it runs with those tables",
+    "sprt": "sprt's likelihood tables and calibrated boundaries come from 4,000 episodes of "
+    "flight_booking_infeasible on tuning seed 100 (2,000 for the tables, 2,000 for the "
+    "boundaries; docs/sprt.md), outside this budget; "
+    "on another task it runs with those tables, and a caution says so",
 }
 COMPARISON = (
     "replicate-level paired t (R - 1 df; standard error with the held-out episodes' sampling "
@@ -103,6 +104,7 @@ class ShootoutResult:
     episodes: dict[str, dict[str, Any]] = field(default_factory=dict)  # law -> where it spent
     skipped: dict[str, str] = field(default_factory=dict)  # law -> why it sat out
     wall_seconds: float = 0.0
+    cautions: tuple[str, ...] = ()  # "law: why its numbers may not hold on this spec"
 
     @property
     def standings(self) -> list[LawStanding]:
@@ -246,7 +248,7 @@ class ShootoutResult:
                 f"the {self.finalists} best re-scored on SimPy; held-out episodes on SimPy"
             )
         lines += [OUTSIDE_BUDGET[s.name] for s in self.standings if s.name in OUTSIDE_BUDGET]
-        return lines
+        return lines + [f"caution: {line}" for line in self.cautions]
 
     def to_dict(self) -> dict[str, Any]:
         """What ``shootout.json`` holds: the protocol, every law's standing, the wall time."""

@@ -2,7 +2,10 @@
 
 ``calibrate`` runs the law with both boundaries at infinity on tuning
 episodes (the trajectory is then the real run's up to wherever it would
-stop: its REPLAN rule does not read the boundaries) and fits
+stop: its REPLAN rule does not read the boundaries), splits them in two
+halves, and fits the tables on the first half and the boundaries on the
+second (so the boundaries' Clopper–Pearson bound is computed on episodes
+the tables never saw):
 
 * the δ_act table: log p(category | infeasible) − log p(category | feasible),
   from every step, split by the step's feasibility (add-one smoothing);
@@ -89,11 +92,21 @@ class Calibration:
     """What ``calibrate`` fitted, and from what."""
 
     params: dict[str, Any]
-    episodes: int
+    episodes: int  # both halves
     seed: int
-    feasible_episodes: int
-    act_counts: list[list[int]]  # [feasible, infeasible] × category
-    done_counts: list[list[int]]  # [not complete, complete] × bin
+    feasible_episodes: int  # of the boundaries' half
+    act_counts: list[list[int]]  # [feasible, infeasible] × category (the tables' half)
+    done_counts: list[list[int]]  # [not complete, complete] × bin (the tables' half)
+
+    @property
+    def table_episodes(self) -> range:
+        """The episode indices the likelihood tables were fitted on (the first half)."""
+        return range(self.episodes // 2)
+
+    @property
+    def boundary_episodes(self) -> range:
+        """The episode indices the boundaries were fitted on (the second half)."""
+        return range(self.episodes // 2, self.episodes)
 
 
 def calibrate(
@@ -107,13 +120,16 @@ def calibrate(
 ) -> Calibration:
     """Fit ``sprt``'s tables and boundaries on tuning episodes of ``spec``'s task and agent.
 
-    The give-up boundary is fitted first, on every feasible step of the
-    horizon; the done boundary then on the not-complete steps before the
-    give-up boundary would have stopped the episode (the real run stops there).
+    The tables are fitted on the first half of the episodes, the boundaries on
+    the second.  The give-up boundary is fitted first, on every feasible step
+    of the horizon; the done boundary then on the not-complete steps before
+    the give-up boundary would have stopped the episode (the real run stops
+    there).  The parameters name the task and the horizon (``max_steps``) they
+    were fitted on: the law cautions a run outside them.
 
     Args:
         spec: The experiment (task, agent, limits); its controller is replaced.
-        episodes: Tuning episodes.
+        episodes: Tuning episodes, both halves (at least 2).
         seed: Their base seed (a tuning seed: never an evaluation one).
         alpha: The false-completion rate asked for.
         beta: The false-abandon rate asked for.
@@ -125,11 +141,14 @@ def calibrate(
     """
     if grid is not None and grid_out is None:
         raise ValueError("calibrate: a grid needs grid_out to fill")
+    if episodes < 2:
+        raise ValueError(f"calibrate: needs at least 2 episodes (one per half), got {episodes}")
     inf = {"done_boundary": math.inf, "abandon_boundary": math.inf, "alpha": alpha, "beta": beta}
     runs = list(simulate(with_controller(spec, "sprt", inf), episodes, seed))
+    half = episodes // 2
     act = np.zeros((2, len(ABANDON_LLR)))
     done = np.zeros((2, DONE_BINS))
-    for r in runs:
+    for r in runs[:half]:
         productive = 0
         for s in r.steps:
             if s.evaluation is None:
@@ -142,7 +161,7 @@ def calibrate(
         "done_llr": [round(x, 4) for x in _llr(done)],
         "abandon_llr": [round(x, 4) for x in _llr(act)],
     }
-    traces = [_statistics(r, fitted) for r in runs]
+    traces = [_statistics(r, fitted) for r in runs[half:]]
     # the null population is the episodes feasible at their first step (the curve's too)
     abandon_sups = [
         max((a for a, _, s in trace if s.feasible and not s.complete), default=-math.inf)
@@ -163,6 +182,8 @@ def calibrate(
         "abandon_llr": fitted["abandon_llr"],
         "done_boundary": done_at,
         "abandon_boundary": abandon_at,
+        "calibrated_task": spec.task.name,
+        "calibrated_horizon": spec.limits.max_steps,
     }
     feasible = len(abandon_sups)
     return Calibration(

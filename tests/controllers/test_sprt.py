@@ -105,3 +105,42 @@ def test_alpha_and_beta_choose_their_calibrated_boundaries_and_change_the_run(tm
         done = run(data, episodes=60, seed=5, out=tmp_path / str(alpha), figures=False)
         steps[alpha] = [e["steps"] for e in done.episodes()]
     assert steps[0.05] != steps[0.01]
+
+
+def _cautions(spec_file: str, **changes: object) -> tuple[str, ...]:
+    from opar_sim.spec.build import build, load_spec
+    from opar_sim.spec.edit import apply_changes
+    from tests.conftest import EXPERIMENTS
+
+    spec = load_spec(EXPERIMENTS / spec_file)
+    edits = {"compare": None, "controller": {"name": "sprt", "params": {}}, **changes}
+    return build(apply_changes(spec, edits, "cautions")).cautions
+
+
+def test_it_says_where_it_runs_outside_its_calibration():
+    """Issue 26: on research_qa it ran silently with flight_booking's tables."""
+    assert _cautions("flight_booking_infeasible.toml") == ()
+    assert _cautions("flight_booking.toml") == ()  # the same task and horizon
+    other = _cautions("research_qa_faults.toml")
+    assert len(other) == 1
+    assert other[0].startswith("sprt: not calibrated for this task")
+    assert "fitted on flight_booking, not research_qa" in other[0]
+    longer = _cautions("flight_booking.toml", **{"limits.max_steps": 40})
+    assert longer == (
+        "sprt: max_steps 40 is past the horizon its boundaries were calibrated on (20 steps): "
+        "the false-completion and false-abandon rates can exceed alpha and beta there",
+    )
+    # a calibration of the user's own task names that task: no caution
+    own = {"calibrated_task": "research_qa", "calibrated_horizon": 40}
+    assert _cautions("research_qa_faults.toml", **{"controller.params": own}) == ()
+
+
+def test_a_run_outside_the_calibration_prints_the_caution(tmp_path, capsys):
+    from opar_sim.cli import main
+    from tests.conftest import EXPERIMENTS
+
+    spec = str(EXPERIMENTS / "research_qa_faults.toml")
+    argv = ["run", spec, "--controller", "sprt", "--episodes", "3", "--out", str(tmp_path / "r")]
+    assert main(argv) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "caution: sprt: not calibrated for this task" in out

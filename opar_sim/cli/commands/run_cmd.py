@@ -22,7 +22,7 @@ from opar_sim.engines.batch import check_batch
 from opar_sim.rundir import prepare_out_dir
 from opar_sim.running.executors import ExecutorConfig, fit_to_size, open_executor
 from opar_sim.running.runner import RunResult, run_experiment
-from opar_sim.spec.build import load_spec
+from opar_sim.spec.build import build, load_spec
 from opar_sim.spec.edit import with_overrides
 from opar_sim.spec.schema import ExperimentSpec
 
@@ -88,6 +88,8 @@ def execute(
     )
     if note:
         console.print(note, markup=False, highlight=False)
+    for caution in build(spec).cautions:  # a fitted law run outside its fit says so first
+        console.print(f"caution: {caution}", markup=False, highlight=False, style="yellow")
     with (
         open_executor(config) as executor,
         progress_bar(console) as bar,
