@@ -342,9 +342,11 @@ def sprt_table(summary: dict[str, Any], beta: float) -> TextTable:
             ]
         )
     s = summary["token_saving_vs_threshold"]
+    half = summary["calibration"]["episodes"] // 2
     notes = [
-        f"calibrated on tuning seed {summary['calibration']['seed']}, episodes 0.."
-        f"{summary['calibration']['episodes'] - 1}; measured on seed {summary['evaluation_seed']}",
+        f"calibrated on tuning seed {summary['calibration']['seed']}: tables on episodes 0.."
+        f"{half - 1}, boundaries on {half}..{summary['calibration']['episodes'] - 1}; "
+        f"measured on seed {summary['evaluation_seed']}",
         "false abandon = give-up on a feasible task (outcome abandoned); share of episodes "
         "feasible at their first step; band: 95 % Clopper–Pearson, step by step",
         f"threshold success on the calibrated agent: {summary['threshold_success']:.1%}",

@@ -10,6 +10,8 @@ from opar_sim.cli.main import main
 from opar_sim.studies.seeds import HOLDOUT_SEED, TUNING_SEED
 from tests.conftest import SPEC
 
+INFEASIBLE = "experiments/flight_booking_infeasible.toml"
+
 
 def test_detectors_prints_the_table_and_writes_json_and_the_figure(tmp_path, capsys):
     out = tmp_path / "det"
@@ -29,11 +31,20 @@ def test_sprt_calibrates_measures_and_writes_its_files(tmp_path, capsys):
     spec = "experiments/flight_booking_infeasible.toml"
     argv = ["sprt", spec, "--episodes", "60", "--calibrate", "100", "--out", str(out)]
     assert main(argv) == 0
-    assert "sprt: false abandons by step" in capsys.readouterr().out
+    printed = " ".join(capsys.readouterr().out.split())
+    assert "sprt: false abandons by step" in printed
+    assert "tables on episodes 0..49, boundaries on 50..99" in printed
     data = json.loads((out / "sprt.json").read_text())
     assert data["calibration"]["seed"] == TUNING_SEED and data["evaluation_seed"] == HOLDOUT_SEED
     assert [a["bias"] for a in data["agents"]] == pytest.approx([0.05, -0.15, 0.25])
     assert (out / "false_abandons.png").stat().st_size > 0
+    assert data["calibration"]["params"]["calibrated_task"] == "flight_booking"
+    # the whole sprt.json is accepted by --params (its calibration), and skips the fit
+    again = tmp_path / "again"
+    given = str(out / "sprt.json")
+    argv = ["sprt", spec, "--episodes", "60", "--params", given, "--out", str(again)]
+    assert main(argv) == 0
+    assert json.loads((again / "sprt.json").read_text())["curves"] == data["curves"]
 
 
 @pytest.mark.parametrize(
@@ -42,6 +53,8 @@ def test_sprt_calibrates_measures_and_writes_its_files(tmp_path, capsys):
         ["sprt", "experiments/flight_booking_infeasible.toml", "--alpha", "1.5"],
         ["detectors", "experiments/nope.toml"],
         ["detectors", SPEC, "--k", "0"],
+        ["sprt", INFEASIBLE, "--params", "pyproject.toml"],
+        ["sprt", INFEASIBLE, "--params", "docs/defaults-fit.json"],
     ],
 )
 def test_bad_input_exits_2_with_one_line(argv, capsys):

@@ -83,7 +83,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
     from opar_sim.figures.stopping import abandon_figure  # matplotlib only to draw
     from opar_sim.figures.style import save
 
-    title = f"{spec.name}: sprt false abandons, {args.episodes} episodes per agent"
+    title = f"{spec.name}: sprt false abandons\n({args.episodes:,} episodes per agent)"
     paths = save(
         abandon_figure(result.figure_curves(), args.beta, title), str(out / "false_abandons")
     )
@@ -97,7 +97,15 @@ def _given(path: Path | None) -> dict[str, Any] | None:
     if path is None:
         return None
     try:  # the checked reader: a regular file under the size ceiling
-        params: dict[str, Any] = json.loads(read_input(path))["params"]
-    except (OSError, ValueError, KeyError, TypeError, RecursionError) as exc:
+        data = json.loads(read_input(path))
+        if isinstance(data, dict) and isinstance(data.get("calibration"), dict):
+            data = data["calibration"]  # a whole sprt.json: its calibration
+        params = data.get("params") if isinstance(data, dict) else None
+    except (OSError, ValueError, KeyError, RecursionError) as exc:
         raise UsageError(f"--params {path}: {exc}") from None
+    if not isinstance(params, dict):
+        raise UsageError(
+            f"--params {path}: no calibration parameters in it (give a sprt.json, or a JSON "
+            "object with a 'params' table)"
+        )
     return params
