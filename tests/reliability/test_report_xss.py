@@ -4,9 +4,10 @@ Issue 31: a payload planted in any string of any file the report reads (spec.jso
 episodes.jsonl, steps.jsonl, replay_*.jsonl and its name, figures/figures.json, a
 figures/*.svg newer than the run files, the run directory's own name) must reach the page
 as text.  The browser test opens the report of such a run in headless Chromium with the
-network off (the harness of ``test_report_browser.py``), clicks every episode, hovers
-every figure, follows ``#episode=`` links, and finds that no planted script ran, no dialog
-opened and no request left the page, while the page's own script still did its work.
+network off (``tests/browser.py``, the harness ``tests/cli/test_report_browser.py`` uses
+too), clicks every episode, hovers every figure, follows ``#episode=`` links, and finds
+that no planted script ran, no dialog opened and no request left the page, while the
+page's own script still did its work.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ import pytest
 
 from opar_sim.cli.main import main
 from opar_sim.measure.run import analyze
-from tests.cli.test_report_browser import CHROMIUM, FLAGS, _browser_or_skip
+from tests.browser import CHROMIUM, FLAGS, browser_or_skip
 from tests.conftest import SPEC
 
 PWN = "window.__pwned=1"
@@ -512,7 +513,7 @@ def _exercise(page: Any, page_file: Path) -> None:
 
 @pytest.mark.parametrize("which", ["planted", "damaged"])
 def test_no_planted_script_runs_in_the_browser(which, request):
-    sync_api = _browser_or_skip()
+    sync_api = browser_or_skip()
     run, _ = request.getfixturevalue(which)
     seen = _open(sync_api, run, _exercise)
     assert seen == {"errors": [], "failed": [], "outside": [], "dialogs": []}
