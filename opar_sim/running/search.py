@@ -14,11 +14,9 @@ comparison) are the studies': ``opar_sim.studies.tune``, ``opar_sim.studies.shoo
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Executor
 from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -39,34 +37,6 @@ def _sampler(kind: str, seed: int) -> Any:
     if kind == "cmaes":
         return optuna.samplers.CmaEsSampler(seed=seed, warn_independent_sampling=False)
     return optuna.samplers.TPESampler(seed=seed)
-
-
-JOURNAL_FILE = "optuna.journal"  # Optuna's journal of a tuning: optuna-dashboard opens it
-
-
-def journal_storage(path: Path, *, resume: bool) -> Any:
-    """Optuna's ``JournalStorage`` on ``path``; resuming, a torn tail and a stale lock go first.
-
-    Args:
-        path: The journal file (``OUT/optuna.journal``).
-        resume: The tuning was interrupted: cut a half-written last line of the
-            journal and remove the lock a killed process left behind.
-
-    Returns:
-        The storage.
-    """
-    from optuna.storages import JournalStorage
-    from optuna.storages.journal import JournalFileBackend
-
-    if resume:
-        lock = Path(f"{path}.lock")
-        if lock.is_symlink() or lock.exists():
-            lock.unlink()
-        if path.is_file():
-            data = path.read_bytes()
-            if data and not data.endswith(b"\n"):
-                os.truncate(path, data.rfind(b"\n") + 1)
-    return JournalStorage(JournalFileBackend(str(path)))
 
 
 def _rngs(sampler: Any) -> dict[str, Any]:

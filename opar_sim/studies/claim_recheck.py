@@ -359,6 +359,8 @@ def recheck(
     root: str | os.PathLike[str] = ".",
     on_progress: Callable[[int], None] | None = None,
     on_start: Callable[[int], None] | None = None,
+    resume: bool = False,
+    on_note: Callable[[str], None] | None = None,
 ) -> RecheckResult:
     """Re-check the claims on ``FRESH_SEEDS`` with episodes planned for 80 % power.
 
@@ -370,6 +372,8 @@ def recheck(
         root: The directory the claims' spec paths are relative to.
         on_progress: Called with the episodes each finished chunk adds.
         on_start: Called once, before any episode runs, with the episodes in all.
+        resume: Finish the run a kill interrupted in ``out`` (``claim_outdir``).
+        on_note: Called with each thing ``resume`` repaired or cut.
 
     Returns:
         Every re-checked claim's plan, value, power and verdict (``.table()``, ``.to_dict()``).
@@ -391,4 +395,6 @@ def recheck(
                 parallelism=executor.parallelism,
                 on_progress=on_progress,
                 on_start=on_start,
+                resume=resume,
+                on_note=on_note,
             )

@@ -186,6 +186,8 @@ def measure_claims(
     parallelism: int = 1,
     on_progress: Callable[[int], None] | None = None,
     on_start: Callable[[int], None] | None = None,
+    resume: bool = False,
+    on_note: Callable[[str], None] | None = None,
 ) -> list[Value]:
     """Run every arm the claims need (each distinct spec once per seed) and measure each claim.
 
@@ -203,6 +205,8 @@ def measure_claims(
         parallelism: The executor's workers.
         on_progress: Called with the episodes each finished chunk adds.
         on_start: Called once, before any episode runs, with the episodes in all.
+        resume: Finish the arms' run directories a killed run left in ``out``.
+        on_note: Called with each thing ``resume`` repaired or cut, per run directory.
 
     Returns:
         One value per claim, in order.
@@ -224,7 +228,14 @@ def measure_claims(
             where[(key, seed)] = path
     if on_start is not None:
         on_start(sum(spec.episodes * len(spec.controller_list()) for spec, _ in runs))
-    run_many(runs, executor=executor, parallelism=parallelism, on_progress=on_progress)
+    run_many(
+        runs,
+        executor=executor,
+        parallelism=parallelism,
+        on_progress=on_progress,
+        resume=resume,
+        on_note=on_note,
+    )
     cache: dict[tuple[tuple[str, str, bool], str | None], ArmData] = defaultdict(
         lambda: ArmData({})
     )
@@ -407,6 +418,8 @@ def claims(
     root: str | os.PathLike[str] = ".",
     on_progress: Callable[[int], None] | None = None,
     on_start: Callable[[int], None] | None = None,
+    resume: bool = False,
+    on_note: Callable[[str], None] | None = None,
 ) -> ClaimsResult:
     """Run the claims' arms on the budget's seeds and give every claim its verdict.
 
@@ -419,6 +432,8 @@ def claims(
         root: The directory the claims' spec paths are relative to.
         on_progress: Called with the episodes each finished chunk adds.
         on_start: Called once, before any episode runs, with the episodes in all.
+        resume: Finish the run a kill interrupted in ``out`` (``claim_outdir``).
+        on_note: Called with each thing ``resume`` repaired or cut.
 
     Returns:
         Every claim's value, interval and verdict (``.table()``, ``.to_dict()``).
@@ -442,5 +457,7 @@ def claims(
                 parallelism=executor.parallelism,
                 on_progress=on_progress,
                 on_start=on_start,
+                resume=resume,
+                on_note=on_note,
             )
     return ClaimsResult(results, budget)

@@ -39,13 +39,8 @@ from controllers.registry import CONTROLLERS
 from opar_sim.engines.batch import check_batch
 from opar_sim.rundir import prepare_out_dir, read_json, write_bytes, write_json, write_jsonl
 from opar_sim.running.executors import ExecutorConfig, open_executor
-from opar_sim.running.search import (
-    JOURNAL_FILE,
-    apply_params,
-    batch_evaluate,
-    executor_evaluate,
-    journal_storage,
-)
+from opar_sim.running.journal import JOURNAL_FILE, journal_storage
+from opar_sim.running.search import apply_params, batch_evaluate, executor_evaluate
 from opar_sim.spec.build import load_spec, parse_spec
 from opar_sim.spec.schema import ExperimentSpec, ParamRange, SpecError, TuneSpec
 from opar_sim.studies.finalists import Trial
@@ -285,13 +280,31 @@ def replicate_journal(out: Path, replicate: int) -> Path:
     return out / f"replicate_{replicate}" / JOURNAL_FILE
 
 
-def replicate_storages(out: Path, replicates: int, resume: bool) -> list[Any]:
-    """One Optuna journal storage per replicate, each in its own directory."""
+def replicate_storages(
+    out: Path,
+    plan: TunePlan,
+    resume: bool,
+    on_note: Callable[[str], None] | None = None,
+) -> list[Any]:
+    """One Optuna journal storage per replicate of ``plan``, each in its own directory.
+
+    Args:
+        out: The tuning directory.
+        plan: The tuning: its replicates, and the search space every journal must hold.
+        resume: ``--resume`` was given: a stale lock goes (``on_note`` says so) and a torn
+            last line is cut; without it a stale lock is refused.
+        on_note: Called with one line for each thing ``--resume`` repaired.
+
+    Returns:
+        The storages, in replicate order.
+    """
     storages = []
-    for r in range(replicates):
+    for r in range(plan.replicates):
         journal = replicate_journal(out, r)
         journal.parent.mkdir(parents=True, exist_ok=True)
-        storages.append(journal_storage(journal, resume=resume))
+        storages.append(
+            journal_storage(journal, resume=resume, space=plan.settings.space, on_note=on_note)
+        )
     return storages
 
 
@@ -383,7 +396,7 @@ def tune(
         return plan.run(executor, on_trial=on_trial)
     where = Path(out)
     resumed = open_tuning_dir(where, plan.setup(), resume)
-    storages = replicate_storages(where, plan.replicates, resumed)
+    storages = replicate_storages(where, plan, resume)
     result = plan.run(executor, storages=storages, resume=resumed, on_trial=on_trial)
     write_tuning(where, result)
     return result

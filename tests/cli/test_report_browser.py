@@ -21,37 +21,8 @@ import pytest
 
 from opar_sim.cli.main import main
 from opar_sim.rundir import iter_episodes, iter_steps
+from tests.browser import CHROMIUM, FLAGS, browser_or_skip
 from tests.conftest import SPEC
-
-CHROMIUM = os.environ.get("OPAR_SIM_CHROMIUM", "/usr/bin/chromium")
-# as this machine's notes advise: no background connections, no sandbox as root, a fresh profile
-FLAGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
-
-
-def _browser_or_skip() -> Any:
-    """Playwright's sync API, when it and Chromium are installed; else skip (or fail)."""
-    missing = []
-    if not (Path(CHROMIUM).is_file() or shutil.which("chromium")):
-        missing.append(f"Chromium ({CHROMIUM}; apt-get install chromium)")
-    try:
-        from playwright import sync_api
-    except ImportError:
-        sync_api = None
-        missing.append("the Python package playwright (pip install playwright)")
-    if missing:
-        message = "browser test needs " + " and ".join(missing)
-        if os.environ.get("OPAR_SIM_REQUIRE_BROWSER") == "1":
-            pytest.fail(message + " (OPAR_SIM_REQUIRE_BROWSER=1)")
-        pytest.skip(message)
-    return sync_api
 
 
 @pytest.fixture(scope="module")
@@ -66,7 +37,7 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_report_renders_offline_and_opens_an_episode_trace(report: Path, tmp_path: Path):
-    sync_api = _browser_or_skip()
+    sync_api = browser_or_skip()
     page_file = report / "report.html"
     shot = Path(os.environ.get("OPAR_SIM_SCREENSHOT") or tmp_path / "report.png")
     errors: list[str] = []

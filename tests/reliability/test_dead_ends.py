@@ -161,3 +161,18 @@ def test_resume_repairs_a_spec_json_of_the_wrong_types_its_manifest_vouches_for(
     assert "rewritten from the spec (the manifest's checksum matches)" in said
     assert (run / "spec.json").read_bytes() == (reference_run / "spec.json").read_bytes()
     tally(KIND, inputs_tried=1, answered_cleanly=1, faults_injected=1)
+
+
+def test_resume_repairs_a_truncated_spec_json_its_manifest_vouches_for(
+    tmp_path, capsys, reference_run
+):
+    run = tmp_path / "run"
+    shutil.copytree(reference_run, run)
+    (run / "spec.json").write_bytes((run / "spec.json").read_bytes()[:200])
+    status, out, err = _resume(run, capsys)
+    assert (status, err) == (0, "")
+    said = " ".join(out.split())
+    assert f"resume: {run}: spec.json was damaged (not valid JSON: " in said
+    assert "rewritten from the spec (the manifest's checksum matches)" in said
+    assert (run / "spec.json").read_bytes() == (reference_run / "spec.json").read_bytes()
+    tally(KIND, inputs_tried=1, answered_cleanly=1, faults_injected=1)

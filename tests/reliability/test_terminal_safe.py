@@ -62,3 +62,14 @@ def test_trace_strings_reach_the_terminal_escaped(tmp_path, capsys):
     )
     assert status == 2 and "\\x1b[2J" in err and _raw_controls(err) == []
     tally("terminal-safe strings", inputs_tried=3, answered_cleanly=3)
+
+
+def test_a_task_id_with_escapes_reaches_the_terminal_escaped(tmp_path, capsys):
+    task = f"t{CLEAR}{LINK}"
+    path = _write(tmp_path / "runs.jsonl", [_record(task_id=task), _record(task_id=task, trial=1)])
+    argv = ["traces", "import", path, "--format", "openai-chat", "--out", tmp_path / "o"]
+    status, out, err = cli(argv, capsys)
+    assert status == 2 and err.count("\n") == 1  # a task id is a whole number in this format
+    assert "run 0 (task t\\x1b[2J\\x1b]8;;https://example.invalid/" in err
+    assert _raw_controls(out + err) == []
+    tally("terminal-safe strings", inputs_tried=1, answered_cleanly=1)

@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from opar_sim.cli.main import main
-from opar_sim.running.search import JOURNAL_FILE, journal_storage
+from opar_sim.running.journal import JOURNAL_FILE, journal_storage
 from tests.conftest import EXPERIMENTS
 
 TUNE = """

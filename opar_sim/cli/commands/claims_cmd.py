@@ -11,6 +11,7 @@ effect (``opar_sim.studies.claim_recheck``), and writes ``recheck.json``.
 from __future__ import annotations
 
 import argparse
+import shlex
 import time
 from functools import partial
 from pathlib import Path
@@ -20,13 +21,15 @@ from rich.console import Console
 from rich.markup import escape
 
 from opar_sim.cli.commands.common import (
+    UsageError,
     add_executor_flags,
     default_out,
     executor_config,
     int_at_least,
 )
 from opar_sim.cli.render import progress_bar
-from opar_sim.rundir import prepare_out_dir, write_json
+from opar_sim.rundir import write_json
+from opar_sim.studies.claim_outdir import open_claims_dir
 from opar_sim.studies.claim_recheck import CAP_EPISODES, recheck
 from opar_sim.studies.claims import (
     DEFAULT_BUDGET,
@@ -68,6 +71,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--out", type=Path, help="output directory (default: runs/claims/TIMESTAMP)"
     )
+    parser.add_argument(
+        "--resume",
+        action="store_true",
+        help="finish a claims run a kill interrupted in --out (or measure a finished one again)",
+    )
     add_executor_flags(parser)
 
 
@@ -77,6 +85,22 @@ def study(args: argparse.Namespace) -> tuple[Any, str]:
         quick = QUICK_EPISODES * len(FRESH_SEEDS)
         return partial(recheck, cap=args.cap or (quick if args.quick else CAP_EPISODES)), "recheck"
     return partial(claims, budget=QUICK if args.quick else DEFAULT_BUDGET), "claims"
+
+
+def setup(args: argparse.Namespace, name: str) -> dict[str, Any]:
+    """What the run starts with (``claims_setup.json``) and its command, without ``--out``."""
+    flags = ["--quick"] * args.quick + ["--recheck"] * args.recheck
+    flags += ["--cap", str(args.cap)] if args.cap is not None else []
+    flags += ["--only", args.only] if args.only else []
+    flags += ["--root", str(args.root)]
+    return {
+        "study": name,
+        "quick": args.quick,
+        "cap": args.cap,
+        "only": args.only,
+        "root": str(args.root.resolve()),
+        "command": shlex.join(["opar-sim", "claims", *flags]),
+    }
 
 
 def run(args: argparse.Namespace, console: Console) -> int:
@@ -89,8 +113,10 @@ def run(args: argparse.Namespace, console: Console) -> int:
     only = [i.strip() for i in args.only.split(",") if i.strip()] if args.only else None
     select_claims(only)  # an unknown id: exit 2 before the output directory is made
     job_of, name = study(args)
+    if args.resume and args.out is None:
+        raise UsageError("--resume needs --out DIR: the claims run to finish")
     out: Path = args.out or default_out("claims")
-    prepare_out_dir(out)
+    resume = open_claims_dir(out, setup(args, name), args.resume)
     with progress_bar(console) as bar:
         job = bar.add_task(name, total=None)
         result = job_of(
@@ -100,6 +126,8 @@ def run(args: argparse.Namespace, console: Console) -> int:
             root=args.root,
             on_progress=lambda n: bar.advance(job, n),
             on_start=lambda total: bar.update(job, total=total),
+            resume=resume,
+            on_note=lambda note: console.print(f"resume: {note}", markup=False, highlight=False),
         )
     write_json(out / f"{name}.json", result.to_dict())
     for table in (result.table(), getattr(result, "exploratory_table", lambda: None)()):

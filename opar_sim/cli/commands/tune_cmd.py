@@ -122,12 +122,19 @@ def run(args: argparse.Namespace, console: Console) -> int:
     )
     console.print(_header(plan))
     resume = open_tuning_dir(out, plan.setup(), args.resume)
-    storages = replicate_storages(out, plan.replicates, resume)
+    storages = replicate_storages(out, plan, args.resume, _note(console))
+    if args.resume and not resume:
+        _note(console)(f"{out} holds no Optuna journal: the tuning starts from its first trial")
     with progress_bar(console, unit="") as bar:
         result = plan.run(config, storages=storages, resume=resume, **_progress(bar, plan))
     write_tuning(out, result)
     _show(console, out, result, _figures(out, plan, result))
     return 0
+
+
+def _note(console: Console) -> Callable[[str], None]:
+    """Print one ``resume:`` line as plain text (paths are shown, never parsed as markup)."""
+    return lambda note: console.print(f"resume: {note}", markup=False, highlight=False)
 
 
 def _require_optuna() -> None:

@@ -4,9 +4,10 @@ Issue 31: a payload planted in any string of any file the report reads (spec.jso
 episodes.jsonl, steps.jsonl, replay_*.jsonl and its name, figures/figures.json, a
 figures/*.svg newer than the run files, the run directory's own name) must reach the page
 as text.  The browser test opens the report of such a run in headless Chromium with the
-network off (the harness of ``test_report_browser.py``), clicks every episode, hovers
-every figure, follows ``#episode=`` links, and finds that no planted script ran, no dialog
-opened and no request left the page, while the page's own script still did its work.
+network off (``tests/browser.py``, the harness ``tests/cli/test_report_browser.py`` uses
+too), clicks every episode, hovers every figure, follows ``#episode=`` links, and finds
+that no planted script ran, no dialog opened and no request left the page, while the
+page's own script still did its work.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ import pytest
 
 from opar_sim.cli.main import main
 from opar_sim.measure.run import analyze
-from tests.cli.test_report_browser import CHROMIUM, FLAGS, _browser_or_skip
+from tests.browser import CHROMIUM, FLAGS, browser_or_skip
 from tests.conftest import SPEC
 
 PWN = "window.__pwned=1"
@@ -512,7 +513,105 @@ def _exercise(page: Any, page_file: Path) -> None:
 
 @pytest.mark.parametrize("which", ["planted", "damaged"])
 def test_no_planted_script_runs_in_the_browser(which, request):
-    sync_api = _browser_or_skip()
+    sync_api = browser_or_skip()
     run, _ = request.getfixturevalue(which)
+    seen = _open(sync_api, run, _exercise)
+    assert seen == {"errors": [], "failed": [], "outside": [], "dialogs": []}
+
+
+# --- the attack's cases one at a time: each payload alone, in the browser ---------------------
+
+
+def _plant_signal(run: Path) -> None:
+    # the trace viewer wrote a step's signal into a class attribute (on opening the episode)
+    def step(row: dict[str, Any]) -> dict[str, Any]:
+        if row.get("signal") != "replan":  # the analysis checks replans against the counts
+            row["signal"] = f'continue" onmouseover="{PWN}" x="'
+        return row
+
+    _rewrite_jsonl(run / "steps.jsonl", step)
+
+
+def _plant_svg(run: Path) -> None:
+    # figures/*.svg newer than the run files were reused, their script and on* copied
+    for stem in ("pareto", "signals"):
+        svg = (run / "figures" / f"{stem}.svg").read_text(encoding="utf-8")
+        hostile = PLANTED_SVG.split("<svg", 1)[1].split(">", 1)[1].rsplit("</svg>", 1)[0]
+        svg = svg.replace("<svg ", f'<svg onload="{PWN}" ', 1).replace("</svg>", hostile + "</svg>")
+        (run / "figures" / f"{stem}.svg").write_text(svg, encoding="utf-8")
+
+
+def _index(run: Path, change: Any) -> None:
+    path = run / "figures" / "figures.json"
+    index = json.loads(path.read_text(encoding="utf-8"))
+    change(index)
+    path.write_text(json.dumps(index), encoding="utf-8")
+
+
+def _plant_figure_name(run: Path) -> None:
+    # a figure name from figures.json went into the page unescaped
+    _index(run, lambda index: index["figures"].append(PAYLOADS[0]))
+    (run / "figures" / f"{PAYLOADS[0]}.svg").write_text(PLANTED_SVG, encoding="utf-8")
+
+
+def _plant_raster_rows(run: Path) -> None:
+    # raster rows from figures.json went into the page unescaped
+    def change(index: dict[str, Any]) -> None:
+        for info in index["raster"].values():
+            info["rows"][0] = [PAYLOADS[2], PAYLOADS[4], 1]
+            info["box"] = [PAYLOADS[1], 0, 1, 1]
+
+    _index(run, change)
+
+
+def _plant_comment_script(run: Path) -> None:
+    # `<!--<script>` in any string (a model's search query) killed the page's own script
+    def step(row: dict[str, Any]) -> dict[str, Any]:
+        row["action"] = "search(q=<!--<script>)"
+        row["result"] = f"<!--<script>{PWN}</script>"
+        return row
+
+    _rewrite_jsonl(run / "steps.jsonl", step)
+
+
+def _plant_quoted_name(run: Path) -> None:
+    # a controller name holding `"` broke the legend
+    def rename(row: dict[str, Any]) -> dict[str, Any]:
+        for key in ("controller", "recorded_controller"):
+            if row.get(key) == "pid":
+                row[key] = 'p"i"d'
+        return row
+
+    for name in ("episodes.jsonl", "steps.jsonl", *(p.name for p in run.glob("replay_*.jsonl"))):
+        _rewrite_jsonl(run / name, rename)
+
+
+ALONE = {
+    "signal in a class attribute": (_plant_signal, False),
+    "figures/*.svg newer than the run": (_plant_svg, True),
+    "a figure name in figures.json": (_plant_figure_name, True),
+    "raster rows in figures.json": (_plant_raster_rows, True),
+    "<!--<script> in a string": (_plant_comment_script, False),
+    'a controller name with "': (_plant_quoted_name, False),
+}
+
+
+@pytest.mark.parametrize("case", list(ALONE))
+def test_each_case_of_the_attack_alone_runs_no_script(base_run, tmp_path, case):
+    sync_api = browser_or_skip()
+    run = tmp_path / "run"
+    shutil.copytree(base_run, run)
+    (run / "manifest.jsonl").unlink()  # the manifest vouches for the original bytes
+    plant, figures_newer = ALONE[case]
+    plant(run)
+    if figures_newer:  # as a tar or zip keeps the times: the report would reuse them
+        later = max(p.stat().st_mtime for p in run.iterdir() if p.is_file()) + 100
+        for path in (run / "figures").iterdir():
+            os.utime(path, (later, later))
+    with contextlib.redirect_stdout(io.StringIO()):
+        assert main(["report", str(run)]) == 0
+    page = (run / "report.html").read_text(encoding="utf-8")
+    assert len(_scripts(page)) == 2 and PWN not in _scripts(page)[1][1]
+    assert [a for _, a in _elements(page) if any(k.startswith("on") for k in a)] == []
     seen = _open(sync_api, run, _exercise)
     assert seen == {"errors": [], "failed": [], "outside": [], "dialogs": []}
