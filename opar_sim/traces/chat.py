@@ -73,6 +73,7 @@ def turns_of(messages: list[Msg]) -> list[Turn]:
     current: Turn | None = None
     ids: list[Any] = []
     answered: list[bool] = []
+    orphan = False
     for message in messages:
         if message.role == "system":
             continue
@@ -89,14 +90,18 @@ def turns_of(messages: list[Msg]) -> list[Turn]:
                 users,
             )
             chars = 0
+            orphan = False
             ids = [call_id for call_id, _ in message.calls]
             answered = [False] * len(ids)
             turns.append(current)
         elif message.role == "tool":
             if current is None:
-                current = Turn([], None, None, chars, users)
-                chars = 0
+                current = Turn([], None, None, 0, users)
                 ids, answered = [], []
                 turns.append(current)
+                orphan = True
+            if orphan:  # replies with no request in view: they are the turn's own text
+                current.chars += chars
+                chars = 0
             _answer(current, ids, message, answered)
     return turns
