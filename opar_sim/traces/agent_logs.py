@@ -27,9 +27,11 @@ from opar_sim.traces.runs import (
     TraceRun,
     Turn,
     count,
+    items,
     obj,
     seconds,
     text_chars,
+    trial_number,
 )
 
 TAU2_STOPS = {
@@ -75,7 +77,7 @@ def _tau2_message(message: Any) -> Msg:
     msg = Msg(role, chars)
     if role != "assistant":
         return msg
-    for call in message.get("tool_calls") or []:
+    for call in items(message.get("tool_calls")):
         if not isinstance(call, dict) or call.get("requestor", "assistant") != "assistant":
             continue
         name = call.get("name")
@@ -131,9 +133,7 @@ def _tau2_run(index: int, simulation: Any, agent: str | None, task: str | None) 
         wall_seconds=seconds(simulation.get("duration")),
         agent=agent,
         task=task,
-        trial=trial + 1
-        if isinstance(trial, int) and not isinstance(trial, bool) and trial >= 0
-        else None,
+        trial=trial_number(trial, 1),
     )
 
 

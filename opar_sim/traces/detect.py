@@ -17,7 +17,7 @@ from typing import Any
 import orjson
 
 from opar_sim.rundir import RunDirError, read_input
-from opar_sim.traces.runs import TraceFormatError
+from opar_sim.traces.runs import TraceFormatError, items, obj
 
 SIGNS = {
     "tau-bench": "a JSON array of runs with task_id, trial, reward and traj",
@@ -94,11 +94,9 @@ def _attribute_keys(span: dict[str, Any]) -> list[Any]:
 
 def _otlp_format(doc: dict[str, Any]) -> set[str]:
     found: set[str] = set()
-    for resource in (doc.get("resourceSpans") or [])[:_SAMPLE]:
-        scopes = resource.get("scopeSpans") if isinstance(resource, dict) else None
-        for scope in (scopes or [])[:_SAMPLE] if isinstance(scopes, list) else []:
-            spans = scope.get("spans") if isinstance(scope, dict) else None
-            for span in (spans or [])[:_SAMPLE] if isinstance(spans, list) else []:
+    for resource in items(doc.get("resourceSpans"))[:_SAMPLE]:
+        for scope in items(obj(resource).get("scopeSpans"))[:_SAMPLE]:
+            for span in items(obj(scope).get("spans"))[:_SAMPLE]:
                 if isinstance(span, dict):
                     found |= _flat_span_format(_attribute_keys(span))
     return found

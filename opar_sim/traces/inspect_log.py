@@ -18,7 +18,17 @@ import math
 from typing import Any
 
 from opar_sim.traces.chat import Msg, turns_of
-from opar_sim.traces.runs import Call, TraceFormatError, TraceRun, count, obj, seconds, text_chars
+from opar_sim.traces.runs import (
+    Call,
+    TraceFormatError,
+    TraceRun,
+    count,
+    items,
+    obj,
+    seconds,
+    text_chars,
+    trial_number,
+)
 
 INSPECT_LIMITS = {
     "context": "truncated:context",
@@ -72,7 +82,7 @@ def _message(message: Any) -> Msg:
             error=kind,
         )
     msg = Msg(role, chars)
-    for call in message.get("tool_calls") or [] if role == "assistant" else []:
+    for call in items(message.get("tool_calls")) if role == "assistant" else []:
         name = call.get("function") if isinstance(call, dict) else None
         if not isinstance(name, str) or not name:
             raise TraceFormatError("tool_calls: a call without a function name")
@@ -159,9 +169,7 @@ def inspect_runs(doc: Any) -> list[TraceRun]:
                 completion_tokens=total_completion,
                 agent=model,
                 task=f"inspect/{task}" if task else None,
-                trial=epoch
-                if isinstance(epoch, int) and not isinstance(epoch, bool) and epoch >= 1
-                else None,
+                trial=trial_number(epoch),
             )
         )
     if not runs:

@@ -107,6 +107,11 @@ def obj(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
+def items(value: Any) -> list[Any]:
+    """``value`` when it is a JSON array, else an empty one (a file's optional list)."""
+    return value if isinstance(value, list) else []
+
+
 def count(value: Any) -> int | None:
     """A token count from a file: a whole number from 0 to 2^53, else None."""
     if isinstance(value, bool):
@@ -116,6 +121,14 @@ def count(value: Any) -> int | None:
     if isinstance(value, int) and 0 <= value <= MAX_TOKENS:
         return value
     return None
+
+
+def trial_number(value: Any, offset: int = 0) -> int | None:
+    """A format's trial or epoch as a 1-based trial (``value + offset``), else None."""
+    number = count(value)
+    if number is None or not 1 <= number + offset <= MAX_TOKENS:
+        return None
+    return number + offset
 
 
 def seconds(value: Any) -> float | None:

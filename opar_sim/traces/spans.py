@@ -24,7 +24,16 @@ from typing import Any
 
 import orjson
 
-from opar_sim.traces.runs import Call, TraceFormatError, TraceRun, Turn, count, obj, text_chars
+from opar_sim.traces.runs import (
+    Call,
+    TraceFormatError,
+    TraceRun,
+    Turn,
+    count,
+    items,
+    obj,
+    text_chars,
+)
 
 LLM_OPERATIONS = ("chat", "text_completion", "generate_content")
 _NS = 1e9
@@ -60,8 +69,8 @@ def _any_value(value: Any) -> Any:
         except (TypeError, ValueError):
             return None
     if "arrayValue" in value:
-        values = (value["arrayValue"] or {}).get("values") or []
-        return [_any_value(v) for v in values] if isinstance(values, list) else None
+        values = items(obj(value["arrayValue"]).get("values"))
+        return [_any_value(v) for v in values]
     return None
 
 
@@ -191,7 +200,8 @@ def classify(span: Span, fmt: str) -> str:
 
 def _requested_gen_ai(attrs: dict[str, Any]) -> list[tuple[Any, Call]]:
     out: list[tuple[Any, Call]] = []
-    for message in _json(attrs.get("gen_ai.output.messages")) or []:
+    messages = _json(attrs.get("gen_ai.output.messages"))
+    for message in messages if isinstance(messages, list) else []:
         parts = message.get("parts") if isinstance(message, dict) else None
         for part in parts if isinstance(parts, list) else []:
             if isinstance(part, dict) and part.get("type") == "tool_call" and part.get("name"):

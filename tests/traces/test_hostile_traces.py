@@ -1,0 +1,160 @@
+"""Hostile trace files of the span and log formats: one line, exit 2, never a traceback.
+
+Malformed, truncated, non-UTF-8, deeply nested and over-ceiling files; every value of every
+fixture replaced by a value of the wrong type (the parsers raise ``TraceFormatError`` or
+import, nothing else); names that look like HTML or paths stay data; and a file whose
+format cannot be told names the candidates.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from opar_sim.rundir.schema import EpisodeRow, StepRow, problems
+from opar_sim.traces.log_import import log_rows, parse_runs
+from opar_sim.traces.runs import TraceFormatError
+from tests.reliability.conftest import cli
+from tests.traces.test_formats_import import FIXTURES, FORMAT_OF
+
+FILES = sorted(FORMAT_OF)
+
+
+def _refused(tmp_path: Path, capsys: pytest.CaptureFixture[str], path: Path, *flags: str) -> str:
+    status, _, err = cli(["traces", "import", path, *flags, "--out", tmp_path / "o"], capsys)
+    assert status == 2, err
+    assert err.count("\n") == 1 and err.startswith("opar-sim: error: "), err
+    assert not (tmp_path / "o" / "steps.jsonl").exists()
+    return err
+
+
+@pytest.mark.parametrize("rel", FILES)
+def test_a_truncated_file_is_one_line(tmp_path, capsys, rel):
+    data = (FIXTURES / rel).read_bytes()
+    cut = tmp_path / "cut.json"
+    cut.write_bytes(data[: len(data) // 2])
+    err = _refused(tmp_path, capsys, cut, "--format", FORMAT_OF[rel])
+    assert "not valid JSON" in err
+
+
+@pytest.mark.parametrize("rel", FILES)
+def test_a_non_utf8_file_is_one_line(tmp_path, capsys, rel):
+    data = (FIXTURES / rel).read_bytes()
+    bad = tmp_path / "latin1.json"
+    at = data.index(b'"', 10) + 1
+    bad.write_bytes(data[:at] + b"\xff\xfe" + data[at:])
+    _refused(tmp_path, capsys, bad, "--format", FORMAT_OF[rel])
+
+
+@pytest.mark.parametrize("fmt", sorted(set(FORMAT_OF.values())))
+def test_deep_nesting_is_one_line(tmp_path, capsys, fmt):
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100_000 + "]" * 100_000)
+    _refused(tmp_path, capsys, deep, "--format", fmt)
+
+
+def test_deep_nesting_inside_a_string_attribute_is_data(tmp_path, capsys):
+    # gen_ai.output.messages is JSON inside a string: too deep to parse, it is ignored
+    attrs = {"gen_ai.operation.name": "chat", "gen_ai.output.messages": "[" * 5000 + "]" * 5000}
+    path = tmp_path / "span.json"
+    path.write_text(json.dumps(attrs))
+    status, out, err = cli(["traces", "import", path, "--out", tmp_path / "o"], capsys)
+    assert status == 0, err
+
+
+def test_a_file_over_the_ceiling_is_one_line(tmp_path, capsys, monkeypatch):
+    big = tmp_path / "big.json"
+    big.write_bytes(b'{"resourceSpans": []}' + b" " * 2_000_000)
+    monkeypatch.setenv("OPAR_SIM_MAX_INPUT_MB", "1")
+    err = _refused(tmp_path, capsys, big, "--format", "otel-genai")
+    assert "ceiling" in err
+
+
+def test_malformed_and_empty_files(tmp_path, capsys):
+    for text in ("", "   \n", '{"resourceSpans": [', "not json\nat all\n", "42"):
+        path = tmp_path / "bad.json"
+        path.write_text(text)
+        _refused(tmp_path, capsys, path)
+
+
+def test_an_unknown_shape_names_the_candidates(tmp_path, capsys):
+    path = tmp_path / "what.json"
+    path.write_text(json.dumps({"hello": "world"}))
+    err = _refused(tmp_path, capsys, path)
+    assert "cannot tell the format" in err and "otel-genai" in err and "tau2" in err
+
+
+def test_a_file_fitting_two_formats_names_both(tmp_path, capsys):
+    path = tmp_path / "both.json"
+    span = {"gen_ai.operation.name": "chat", "openinference.span.kind": "LLM"}
+    path.write_text(json.dumps(span))
+    err = _refused(tmp_path, capsys, path)
+    assert "openinference or otel-genai" in err
+
+
+def _paths(node: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]]:
+    yield path
+    if isinstance(node, dict):
+        for key, value in node.items():
+            yield from _paths(value, (*path, key))
+    elif isinstance(node, list):
+        for k, value in enumerate(node):
+            yield from _paths(value, (*path, k))
+
+
+def _replaced(doc: Any, path: tuple[Any, ...], value: Any) -> Any:
+    if not path:
+        return value
+    copy = orjson.loads(orjson.dumps(doc))
+    node = copy
+    for key in path[:-1]:
+        node = node[key]
+    node[path[-1]] = value
+    return copy
+
+
+WRONG = (None, -1, 2**60, 1e300, "x\x1b[2J<script>", [], {}, True)
+
+
+@pytest.mark.parametrize("rel", FILES)
+def test_every_value_of_the_wrong_type_is_refused_or_imported(rel):
+    doc = orjson.loads((FIXTURES / rel).read_bytes())
+    paths = list(_paths(doc))
+    picked = paths[:: max(1, len(paths) // 60)]  # about 60 places spread over the file
+    tried = 0
+    for path in picked:
+        for value in WRONG:
+            mutated = _replaced(doc, path, value)
+            try:
+                runs = parse_runs(mutated, FORMAT_OF[rel], Path(rel))
+                episodes, steps, _ = log_rows(runs, None, "agent", "task")
+            except TraceFormatError:
+                continue
+            tried += 1
+            for row in episodes:
+                assert problems(dict(row), EpisodeRow) == [], (path, value)
+            for row in steps:
+                assert problems(dict(row), StepRow) == [], (path, value)
+    assert tried > 0
+
+
+def test_names_that_look_like_html_or_paths_stay_data(tmp_path, capsys):
+    doc = json.loads((FIXTURES / "tau2/results.json").read_text())
+    doc["simulations"][0]["task_id"] = "../../../etc/passwd"
+    doc["info"]["agent_info"]["llm"] = "<script>alert(1)</script>\x1b[2J"
+    doc["simulations"][0]["messages"][2]["tool_calls"][0]["name"] = "/tmp/evil\n[red]x[/]"
+    path = tmp_path / "evil.json"
+    path.write_text(json.dumps(doc))
+    out = tmp_path / "o"
+    status, printed, err = cli(["traces", "import", path, "--out", out], capsys)
+    assert status == 0, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["evil.json", "o"]
+    assert not Path("/tmp/evil").exists()
+    status, printed, err = cli(["traces", "compare", out], capsys)
+    assert status == 0, err
+    assert "\x1b" not in printed and "\\x1b" in printed  # shown, not acted on
