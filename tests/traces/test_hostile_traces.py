@@ -63,7 +63,7 @@ def test_deep_nesting_inside_a_string_attribute_is_data(tmp_path, capsys):
     attrs = {"gen_ai.operation.name": "chat", "gen_ai.output.messages": "[" * 5000 + "]" * 5000}
     path = tmp_path / "span.json"
     path.write_text(json.dumps(attrs))
-    status, out, err = cli(["traces", "import", path, "--out", tmp_path / "o"], capsys)
+    status, _, err = cli(["traces", "import", path, "--out", tmp_path / "o"], capsys)
     assert status == 0, err
 
 
