@@ -44,6 +44,7 @@ from opar_sim.core.errors import InputError
 from opar_sim.measure.group_bootstrap import group_resample_counts, ratio_estimates
 from opar_sim.measure.stats import Estimate
 from opar_sim.measure.table import TextTable
+from opar_sim.traces.runs import unknown_note
 from opar_sim.traces.stopping import RunCost, by_task, load_costs, task_index
 
 CAP_SIGNALS = ("steps", "calls", "tokens")
@@ -465,7 +466,8 @@ def advise(
     """
     runs = load_costs(rundir, of)
     if not any(r.success for r in runs):
-        raise InputError(f"{rundir}: no recorded success, so no cap can keep one")
+        note = unknown_note(Path(rundir))  # an import whose format records no success
+        raise InputError(f"{rundir}: no recorded success, so no cap can keep one{note}")
     caps = {signal: cap_table(runs, signal) for signal in CAP_SIGNALS}
     return Advice(
         len(runs),

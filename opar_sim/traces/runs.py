@@ -22,9 +22,10 @@ import re
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-from opar_sim.rundir import EpisodeRow, StepRow
+from opar_sim.rundir import EpisodeRow, RunDirError, StepRow, read_json
 from opar_sim.spec.schema import SpecError
 
 CONTROLLER = "recorded"
@@ -208,6 +209,54 @@ def apply_success_rule(run: TraceRun, rule: SuccessRule | None) -> None:
     verdict = rule.judge(run.scores)
     if verdict is not None:
         run.outcome = "success" if verdict else "failure"
+
+
+def unknown_note(rundir: Path) -> str:
+    """``; N of its runs record no success signal ...`` for such an import, else ``""``.
+
+    Read from the import's ``source.json`` (a run opar-sim simulated has none).
+    """
+    try:
+        source = read_json(rundir / "source.json") if (rundir / "source.json").is_file() else None
+    except RunDirError:
+        return ""
+    unknown = obj(obj(source).get("outcomes")).get(UNKNOWN)
+    if not isinstance(unknown, int) or not unknown:
+        return ""
+    return (
+        f"; {unknown} of its runs record no success signal (outcome unknown): import again "
+        "with --success-score NAME>=X naming the score that means success"
+    )
+
+
+def calibration_limits(rundir: str | Path) -> list[str]:
+    """What ``calibrate`` can and cannot fit from an imported record (empty for other runs).
+
+    Args:
+        rundir: The run directory.
+
+    Returns:
+        Lines naming the format, what the fit reads from it and what it cannot read.
+    """
+    rundir = Path(rundir)
+    path = rundir / "source.json"
+    if not path.is_file() or (rundir / "spec.json").is_file():
+        return []
+    try:
+        source = obj(read_json(path))
+    except RunDirError:
+        return []
+    tokens = {
+        "recorded": "recorded per step",
+        "mixed": "recorded per step for some runs, estimated from text for the others",
+    }.get(str(source.get("step_tokens")), "estimated from text (characters / 4), not recorded")
+    return [
+        f"an imported {source.get('format', 'recorded')} record: calibrate fits the task "
+        "heterogeneity from each run's outcome and tool calls (its turns are the steps)",
+        "it cannot fit from a record: plan quality, self-assessment bias and noise (no Reflect "
+        "evaluations recorded), tokens per phase and generation speed (no model-call log; "
+        f"this record's tokens are {tokens})" + unknown_note(rundir),
+    ]
 
 
 def number_runs(runs: Iterable[TraceRun]) -> list[tuple[int, int, TraceRun]]:

@@ -1,0 +1,89 @@
+"""replay --laws, advise, traces compare, report and calibrate on every imported fixture.
+
+Each fixture is imported (with ``--success-score`` where the file carries a score), then
+``replay --laws calls:8,repeat:2``, ``traces compare`` and ``report`` run on it; ``advise``
+runs where a run succeeded and otherwise says in one line that the record has no success,
+naming ``--success-score`` when the format recorded none; ``calibrate`` names what it
+cannot fit from the format.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from opar_sim.rundir import read_json
+from opar_sim.traces import import_traces
+from opar_sim.traces.runs import calibration_limits
+from tests.reliability.conftest import cli
+from tests.traces.test_formats_import import FIXTURES, FORMAT_OF
+
+SCORES = {  # the score that means success, where the file has one
+    "otel-genai/weather_agent.otlp.json": "correctness>=1",
+    "langfuse/openai-agents-2025-09-30.trace.json": "hallucination<=0",
+}
+SUCCEEDS = {  # successes after the import: the rest record none
+    "otel-genai/weather_agent.otlp.json",
+    "langfuse/openai-agents-2025-09-30.trace.json",
+    "inspect/2025-05-12T20-27-36-04-00_browser.json",
+    "tau2/results.json",
+}
+
+
+@pytest.fixture(scope="module")
+def imported(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("imported")
+    out = {}
+    for k, rel in enumerate(sorted(FORMAT_OF)):
+        out[rel] = root / f"run{k}"
+        import_traces(FIXTURES / rel, None, out[rel], success_score=SCORES.get(rel))
+    return out
+
+
+@pytest.mark.parametrize("rel", sorted(FORMAT_OF))
+def test_replay_compare_and_report_run(imported, rel, capsys):
+    path = imported[rel]
+    status, _, err = cli(["replay", path, "--laws", "calls:8,repeat:2"], capsys)
+    assert status == 0, err
+    laws = read_json(path / "replay_laws.json")
+    assert [law["law"] for law in laws] == ["calls:8", "repeat:2"]
+    assert all((law["successes"] > 0) == (rel in SUCCEEDS) for law in laws)
+    status, printed, err = cli(["traces", "compare", path], capsys)
+    assert status == 0 and "runs (tasks)" in printed, err
+    status, _, err = cli(["report", path], capsys)
+    assert status == 0, err
+    page = (path / "report.html").read_text()
+    assert f"<code>{FORMAT_OF[rel]}</code>" in page and "<script" not in page
+
+
+@pytest.mark.parametrize("rel", sorted(FORMAT_OF))
+def test_advise_runs_or_names_the_missing_success(imported, rel, capsys):
+    status, printed, err = cli(["advise", imported[rel]], capsys)
+    if rel in SUCCEEDS:
+        assert status == 0, err
+        assert "smallest caps keeping 99% of the successes" in printed
+        return
+    assert status == 2 and err.count("\n") == 1
+    assert "no recorded success" in err and "--success-score" in err
+
+
+def test_replay_on_tau2_counts_by_hand(imported):
+    # run (0, 1) succeeds at its 4th turn (its last tool call) and repeats update_address
+    # there with the same arguments: repeat:2 fires at turn 4 of 5 and keeps the success;
+    # no run makes 8 calls
+    laws = {
+        law["law"]: law for law in read_json(imported["tau2/results.json"] / "replay_laws.json")
+    }
+    assert (laws["calls:8"]["kept"], laws["calls:8"]["fired"]) == (1, 0)
+    assert (laws["repeat:2"]["kept"], laws["repeat:2"]["fired"]) == (1, 1)
+
+
+def test_calibrate_names_what_a_format_cannot_give(imported):
+    swe = calibration_limits(imported["swe-agent/swe-agent__test-repo-i1.traj"])
+    assert "an imported swe-agent record" in swe[0]
+    assert "estimated from text (characters / 4), not recorded" in swe[1]
+    assert "--success-score" in swe[1]  # its one run's outcome is unknown
+    inspect = calibration_limits(imported["inspect/2025-05-12T20-27-36-04-00_browser.json"])
+    assert "recorded per step" in inspect[1] and "--success-score" not in inspect[1]
+    assert calibration_limits(FIXTURES) == []  # not an import
