@@ -30,11 +30,6 @@ LAWS = "steps:4,calls:4,calls:8,calls:12,repeat:2,repeat:3,errors:1"
 SOURCE = "source.json"
 
 
-def is_record(path: Path) -> bool:
-    """Whether a run directory is an imported record (source.json and no spec.json)."""
-    return (path / SOURCE).is_file() and not (path / "spec.json").is_file()
-
-
 def _num(value: Any, fmt: str) -> str:
     if not isinstance(value, int | float) or isinstance(value, bool) or math.isnan(value):
         return "–"

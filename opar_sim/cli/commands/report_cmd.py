@@ -9,7 +9,6 @@ from rich.console import Console
 from rich.markup import escape
 
 from opar_sim.cli.commands.plot_cmd import add_episode_flags, check_episode_flags, load_analysis
-from opar_sim.cli.record_report import is_record, write_record_report
 
 NAME = "report"
 HELP = "write one self-contained HTML page (figures, tables, spec) for a run directory"
@@ -28,7 +27,9 @@ def run(args: argparse.Namespace, console: Console) -> int:
     Returns:
         0.
     """
-    if is_record(args.rundir):  # an imported record: its own page (cli/record_report.py)
+    if (args.rundir / "source.json").is_file() and not (args.rundir / "spec.json").is_file():
+        from opar_sim.cli.record_report import write_record_report  # an imported record
+
         out = write_record_report(args.rundir, args.out or args.rundir / "report.html")
         console.print(f"report: [green]{escape(str(out))}[/]")
         return 0

@@ -22,7 +22,7 @@ from opar_sim.traces.log_import import ALL_FORMATS
 from opar_sim.traces.stopping import parse_laws
 
 NAME = "traces"
-HELP = "import recorded agent runs (tau-bench, OTel GenAI, Langfuse, Inspect, ...) into a run"
+HELP = "import recorded agent runs (tau-bench, OTel, Langfuse, Inspect, ...) into a run directory"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
