@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from opar_sim.traces.runs import Call, Turn
+from opar_sim.traces.runs import Call, Pending, Turn
 
 
 @dataclass(slots=True)
@@ -30,31 +30,13 @@ class Msg:
     completion_tokens: int | None = None
 
 
-def _key(value: Any) -> Any:
-    try:
-        hash(value)
-    except TypeError:
-        return repr(value)
-    return value
-
-
-def _answer(turn: Turn, ids: list[Any], message: Msg, answered: list[bool]) -> None:
+def _answer(pending: Pending, message: Msg) -> None:
     """Mark the call ``message`` answers: by id, else the first unanswered one."""
-    pick = None
-    if message.reply_to is not None:
-        for k, call_id in enumerate(ids):
-            if not answered[k] and _key(call_id) == _key(message.reply_to):
-                pick = k
-                break
-    if pick is None:
-        pick = next((k for k, done in enumerate(answered) if not done), None)
-    if pick is None:  # more replies than calls: a call whose request was not kept
-        turn.calls.append(Call(message.name or "unknown", None, message.error))
-        ids.append(message.reply_to)
-        answered.append(True)
-        return
-    answered[pick] = True
-    turn.calls[pick].error = message.error
+    call = pending.take(message.reply_to, None)
+    if call is None:  # more replies than calls: a call whose request was not kept
+        pending.add(Call(message.name or "unknown", None, message.error))
+    else:
+        call.error = message.error
 
 
 def turns_of(messages: list[Msg]) -> list[Turn]:
@@ -71,8 +53,7 @@ def turns_of(messages: list[Msg]) -> list[Turn]:
     chars = 0
     users = 0
     current: Turn | None = None
-    ids: list[Any] = []
-    answered: list[bool] = []
+    pending = Pending(Turn(), [])
     orphan = False
     for message in messages:
         if message.role == "system":
@@ -91,17 +72,16 @@ def turns_of(messages: list[Msg]) -> list[Turn]:
             )
             chars = 0
             orphan = False
-            ids = [call_id for call_id, _ in message.calls]
-            answered = [False] * len(ids)
+            pending = Pending(current, [call_id for call_id, _ in message.calls])
             turns.append(current)
         elif message.role == "tool":
             if current is None:
                 current = Turn([], None, None, 0, users)
-                ids, answered = [], []
+                pending = Pending(current, [])
                 turns.append(current)
                 orphan = True
             if orphan:  # replies with no request in view: they are the turn's own text
                 current.chars += chars
                 chars = 0
-            _answer(current, ids, message, answered)
+            _answer(pending, message)
     return turns

@@ -19,7 +19,7 @@ import json
 import math
 import operator
 import re
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -101,6 +101,66 @@ def args_hash(arguments: Any) -> str:
     except (ValueError, RecursionError, TypeError):
         canonical = repr(value)
     return hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+def _id_key(value: Any) -> Any:
+    """A call id as a dict key (a list or object id too, by its text)."""
+    try:
+        hash(value)
+    except TypeError:
+        return ("unhashable", repr(value))
+    return value
+
+
+class Pending:
+    """A turn's calls not yet answered, found by id, by name or in order in O(1) each.
+
+    Answers (tool replies, tool spans) are matched to a turn's requested calls; a turn may
+    hold thousands of calls, so each lookup pops from a queue (skipping calls answered
+    another way) instead of scanning the turn: the whole matching is linear.
+    """
+
+    def __init__(self, turn: Turn, ids: list[Any]) -> None:
+        """Index ``turn``'s calls, whose ids are ``ids`` (None: no id recorded)."""
+        self.turn = turn
+        self.taken = [False] * len(ids)
+        self.by_id: dict[Any, deque[int]] = {}
+        self.by_name: dict[str, deque[int]] = {}
+        for k, (call_id, call) in enumerate(zip(ids, turn.calls, strict=True)):
+            if call_id is not None:
+                self.by_id.setdefault(_id_key(call_id), deque()).append(k)
+            self.by_name.setdefault(call.name, deque()).append(k)
+        self.order = deque(range(len(ids)))
+
+    def _pop(self, queue: deque[int] | None) -> int | None:
+        while queue:
+            k = queue.popleft()
+            if not self.taken[k]:
+                return k
+        return None
+
+    def take(self, call_id: Any, name: str | None) -> Call | None:
+        """The unanswered call with this id, else (``name`` given) this name, else the first.
+
+        Returns:
+            The call, now marked answered; None when every call is answered.
+        """
+        k = None
+        if call_id is not None:
+            k = self._pop(self.by_id.get(_id_key(call_id)))
+        if k is None and name is not None:
+            k = self._pop(self.by_name.get(name))
+        if k is None and name is None:
+            k = self._pop(self.order)
+        if k is None:
+            return None
+        self.taken[k] = True
+        return self.turn.calls[k]
+
+    def add(self, call: Call) -> None:
+        """A call answered with no request in view: the turn's call, already answered."""
+        self.turn.calls.append(call)
+        self.taken.append(True)
 
 
 def obj(value: Any) -> dict[str, Any]:

@@ -26,6 +26,7 @@ import orjson
 
 from opar_sim.traces.runs import (
     Call,
+    Pending,
     TraceFormatError,
     TraceRun,
     Turn,
@@ -269,23 +270,16 @@ def _tool_call(span: Span, fmt: str) -> tuple[Any, Call]:
     return call_id, Call(str(name) or "unknown", arguments, span.error, seconds)
 
 
-def _attach(turn: Turn, ids: list[Any], taken: list[bool], call_id: Any, call: Call) -> None:
+def _attach(pending: Pending, call_id: Any, call: Call) -> None:
     """Match an executed tool to a requested call (by id, else name) or add it."""
-    for k, requested in enumerate(turn.calls):
-        if taken[k]:
-            continue
-        by_id = call_id is not None and ids[k] == call_id
-        by_name = (call_id is None or ids[k] is None) and requested.name == call.name
-        if by_id or by_name:
-            taken[k] = True
-            requested.error = call.error
-            requested.seconds = call.seconds
-            if requested.arguments is None:
-                requested.arguments = call.arguments
-            return
-    turn.calls.append(call)
-    ids.append(call_id)
-    taken.append(True)
+    requested = pending.take(call_id, call.name)
+    if requested is None:
+        pending.add(call)
+        return
+    requested.error = call.error
+    requested.seconds = call.seconds
+    if requested.arguments is None:
+        requested.arguments = call.arguments
 
 
 def trace_turns(spans: list[Span], fmt: str) -> list[Turn]:
@@ -293,8 +287,7 @@ def trace_turns(spans: list[Span], fmt: str) -> list[Turn]:
     ordered = sorted(spans, key=lambda s: (s.start if s.start is not None else 2**63, s.order))
     turns: list[Turn] = []
     current: Turn | None = None
-    ids: list[Any] = []
-    taken: list[bool] = []
+    pending = Pending(Turn(), [])
     plan_prompt = plan_completion = 0
     planned = False
     for span in ordered:
@@ -325,16 +318,15 @@ def trace_turns(spans: list[Span], fmt: str) -> list[Turn]:
                 _user_turns(span.attrs, fmt),
                 span.error,
             )
-            ids = [i for i, _ in requested]
-            taken = [False] * len(ids)
+            pending = Pending(current, [i for i, _ in requested])
             turns.append(current)
         elif span.kind == "tool":
             if current is None:
                 current = Turn()
-                ids, taken = [], []
+                pending = Pending(current, [])
                 turns.append(current)
             call_id, call = _tool_call(span, fmt)
-            _attach(current, ids, taken, call_id, call)
+            _attach(pending, call_id, call)
     return turns
 
 

@@ -9,6 +9,7 @@ format cannot be told names the candidates.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -158,3 +159,41 @@ def test_names_that_look_like_html_or_paths_stay_data(tmp_path, capsys):
     status, printed, err = cli(["traces", "compare", out], capsys)
     assert status == 0, err
     assert "\x1b" not in printed and "\\x1b" in printed  # shown, not acted on
+
+
+def _tau2_turn(calls: int) -> dict[str, Any]:
+    """One simulation whose one assistant turn makes ``calls`` calls, answered in reverse."""
+    ids = [f"c{k}" for k in range(calls)]
+    assistant = {"role": "assistant", "tool_calls": [
+        {"id": i, "name": "get", "arguments": {"k": k}} for k, i in enumerate(ids)]}  # fmt: skip
+    replies = [{"role": "tool", "id": i, "content": "{}", "error": False} for i in reversed(ids)]
+    return {"task_id": "t", "termination_reason": "agent_stop", "reward_info": {"reward": 1.0},
+            "messages": [assistant, *replies]}  # fmt: skip
+
+
+def _orphan_spans(calls: int) -> dict[str, Any]:
+    """One trace of ``calls`` execute_tool spans and no model call (one turn of its own)."""
+    spans = [
+        {"traceId": "t", "spanId": f"s{k}", "startTimeUnixNano": str(10**18 + k),
+         "endTimeUnixNano": str(10**18 + k + 1), "attributes": [
+             {"key": "gen_ai.operation.name", "value": {"stringValue": "execute_tool"}},
+             {"key": "gen_ai.tool.name", "value": {"stringValue": f"tool{k % 7}"}}]}
+        for k in range(calls)
+    ]  # fmt: skip
+    return {"resourceSpans": [{"scopeSpans": [{"spans": spans}]}]}
+
+
+def _parse_cpu(doc: Any, fmt: str) -> float:
+    start = time.process_time()
+    runs = parse_runs(doc, fmt, Path("generated"))
+    log_rows(runs, None, "agent", "task")
+    return time.process_time() - start
+
+
+@pytest.mark.parametrize(("make", "fmt"), [(_tau2_turn, "tau2"), (_orphan_spans, "otel-genai")])
+def test_matching_answers_to_calls_is_linear(make, fmt):
+    # replies matched by id in reverse order, and tool spans each a call of its own: a scan
+    # of the turn per answer would make 4 times the calls cost 16 times the time
+    small = _parse_cpu(make(10_000), fmt)
+    large = _parse_cpu(make(40_000), fmt)
+    assert large < 8 * small + 0.5, (small, large)
