@@ -78,7 +78,7 @@ def _flat_span_format(keys: Any) -> set[str]:
             continue
         if key.startswith("gen_ai."):
             found.add("otel-genai")
-        elif key == "openinference.span.kind" or key.startswith("llm."):
+        elif key == "openinference.span.kind":  # llm.* alone: OpenLLMetry writes it too
             found.add("openinference")
     return found
 

@@ -197,3 +197,27 @@ def test_matching_answers_to_calls_is_linear(make, fmt):
     small = _parse_cpu(make(10_000), fmt)
     large = _parse_cpu(make(40_000), fmt)
     assert large < 8 * small + 0.5, (small, large)
+
+
+def test_gen_ai_spans_with_llm_attributes_are_still_gen_ai(tmp_path, capsys):
+    # OpenLLMetry writes llm.* beside gen_ai.*: only openinference.span.kind says OpenInference
+    span = {"gen_ai.operation.name": "chat", "llm.request.type": "chat"}
+    path = tmp_path / "span.json"
+    path.write_text(json.dumps(span))
+    status, printed, err = cli(["traces", "import", path, "--out", tmp_path / "o"], capsys)
+    assert status == 0 and "imported 1 otel-genai runs" in printed, err
+
+
+def test_the_older_formats_are_told_too(tmp_path, capsys):
+    record = {"task_id": 3, "trial": 0, "reward": 1.0, "messages": [
+        {"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]}  # fmt: skip
+    path = tmp_path / "runs.jsonl"
+    path.write_text(json.dumps(record) + "\n" + json.dumps({**record, "trial": 1}) + "\n")
+    status, printed, err = cli(["traces", "import", path, "--out", tmp_path / "o"], capsys)
+    assert status == 0 and "imported 2 openai-chat runs" in printed, err
+    tau = tmp_path / "tau.json"
+    tau.write_text(
+        json.dumps([{"task_id": 3, "trial": 0, "reward": 0.0, "traj": record["messages"]}])
+    )
+    status, printed, err = cli(["traces", "import", tau, "--out", tmp_path / "t"], capsys)
+    assert status == 0 and "imported 1 tau-bench runs" in printed, err
