@@ -46,6 +46,11 @@ def load_document(path: Path) -> Any:
         raise TraceFormatError(str(exc)) from None
     if not data.strip():
         raise TraceFormatError(f"{path}: empty file")
+    if data.startswith(b"PK\x03\x04"):
+        raise TraceFormatError(
+            f"{path}: a zip archive (an Inspect .eval log?): convert it to JSON first "
+            "(inspect log convert --to json)"
+        )
     try:
         return orjson.loads(data)
     except orjson.JSONDecodeError as exc:

@@ -44,7 +44,9 @@ def _usage(observation: dict[str, Any]) -> tuple[int | None, int | None]:
     usage = observation.get("usage")
     if isinstance(usage, dict) and ("input" in usage or "output" in usage):
         return count(usage.get("input")), count(usage.get("output"))
-    return count(observation.get("inputUsage")), count(observation.get("outputUsage"))
+    if "inputUsage" in observation or "outputUsage" in observation:
+        return count(observation.get("inputUsage")), count(observation.get("outputUsage"))
+    return count(observation.get("promptTokens")), count(observation.get("completionTokens"))
 
 
 def _observation_span(trace: str, observation: dict[str, Any], order: int) -> Span:

@@ -249,9 +249,11 @@ def _tokens(attrs: dict[str, Any], fmt: str) -> tuple[int | None, int | None]:
         return count(attrs.get("llm.token_count.prompt")), count(
             attrs.get("llm.token_count.completion")
         )
-    return count(attrs.get("gen_ai.usage.input_tokens")), count(
-        attrs.get("gen_ai.usage.output_tokens")
-    )
+    prompt = attrs.get("gen_ai.usage.input_tokens", attrs.get("gen_ai.usage.prompt_tokens"))
+    completion = attrs.get(
+        "gen_ai.usage.output_tokens", attrs.get("gen_ai.usage.completion_tokens")
+    )  # the names before v1.27 of the conventions, as a fallback
+    return count(prompt), count(completion)
 
 
 def _tool_call(span: Span, fmt: str) -> tuple[Any, Call]:

@@ -221,3 +221,10 @@ def test_the_older_formats_are_told_too(tmp_path, capsys):
     )
     status, printed, err = cli(["traces", "import", tau, "--out", tmp_path / "t"], capsys)
     assert status == 0 and "imported 1 tau-bench runs" in printed, err
+
+
+def test_a_zip_log_is_named(tmp_path, capsys):
+    path = tmp_path / "run.eval"
+    path.write_bytes(b"PK\x03\x04" + b"\x00" * 100)
+    err = _refused(tmp_path, capsys, path, "--format", "inspect")
+    assert "inspect log convert --to json" in err
