@@ -271,6 +271,8 @@ class Restarts:
 
     def verdict(self) -> str:
         """One line: whether restarting beats continuing, with its interval."""
+        if not self.rows:  # runs of no turn or one: no cutoff below the budget
+            return f"no restart to study within a budget of {self.budget} turn(s)"
         best = self.best
         gain = best.gain
         if gain.mean <= 1e-12:

@@ -9,6 +9,7 @@ cannot fit from the format.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -87,3 +88,21 @@ def test_calibrate_names_what_a_format_cannot_give(imported):
     inspect = calibration_limits(imported["inspect/2025-05-12T20-27-36-04-00_browser.json"])
     assert "recorded per step" in inspect[1] and "--success-score" not in inspect[1]
     assert calibration_limits(FIXTURES) == []  # not an import
+
+
+def test_runs_without_a_turn_still_go_through_every_command(tmp_path, capsys):
+    # a Langfuse trace of SPANs only (no GENERATION) scored ok: one success of no turn
+    doc = json.loads((FIXTURES / "langfuse/pydantic-ai-tools-2025-06-06.trace.json").read_text())
+    doc["observations"] = [o for o in doc["observations"] if o["type"] != "GENERATION"]
+    doc["trace"]["scores"] = [{"name": "ok", "value": 1}]
+    source = tmp_path / "spans_only.json"
+    source.write_text(json.dumps(doc))
+    out = tmp_path / "run"
+    import_traces(source, None, out, success_score="ok>=1")
+    for argv in (["replay", out, "--laws", "calls:8,repeat:2"], ["traces", "compare", out],
+                 ["report", out]):  # fmt: skip
+        status, _, err = cli(argv, capsys)
+        assert status == 0, (argv, err)
+    status, printed, err = cli(["advise", out], capsys)
+    assert status == 0, err
+    assert "no restart to study within a budget of 1 turn(s)" in " ".join(printed.split())
