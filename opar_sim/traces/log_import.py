@@ -100,12 +100,15 @@ def log_rows(
     exact = sum(recorded_tokens(run) for run in runs)
     outcomes = Counter(e["outcome"] for e in episodes)
     notes: dict[str, Any] = {
-        "ids": {str(e): run.run_id for e, _, run in numbered},
+        "ids": {str(e): r.run_id for e, _, r in numbered if r.steps_override is None},
         "stops": {f"{e}/{t}": run.stop for e, t, run in numbered if run.stop is not None},
         "step_tokens": "recorded" if exact == len(runs) else "estimated" if not exact else "mixed",
         "runs_with_recorded_step_tokens": exact,
         "outcomes": dict(sorted(outcomes.items())),
     }
+    own = sum(run.steps_override is not None for run in runs)
+    if own:  # opar-sim's own export: its rows taken as they were, episode numbers too
+        notes["opar_sim_rows"] = own
     if rule is not None:
         notes["success_score"] = str(rule)
     if outcomes.get(UNKNOWN):

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from opar_sim.cli.main import main
-from opar_sim.rundir import iter_episodes, iter_steps, read_jsonl
+from opar_sim.rundir import iter_episodes, iter_steps, read_json, read_jsonl
 from opar_sim.traces import import_traces
 from tests.conftest import SPEC
 from tests.traces.test_otlp import _as_proto_json, _attrs
@@ -122,6 +122,8 @@ def test_export_then_import_gives_identical_rows(
     assert sorted(read_jsonl(out / "episodes.jsonl"), key=_key) == sorted(
         iter_episodes(run_dir), key=_key
     )
+    source = read_json(out / "source.json")
+    assert source["opar_sim_rows"] == len(list(iter_episodes(run_dir))) and source["ids"] == {}
 
 
 def test_without_its_rows_the_export_still_reads_as_gen_ai(
