@@ -205,7 +205,7 @@ def test_gen_ai_spans_with_llm_attributes_are_still_gen_ai(tmp_path, capsys):
     path = tmp_path / "span.json"
     path.write_text(json.dumps(span))
     status, printed, err = cli(["traces", "import", path, "--out", tmp_path / "o"], capsys)
-    assert status == 0 and "imported 1 otel-genai runs" in printed, err
+    assert status == 0 and "imported 1 runs (otel-genai;" in printed, err
 
 
 def test_the_older_formats_are_told_too(tmp_path, capsys):
@@ -214,13 +214,13 @@ def test_the_older_formats_are_told_too(tmp_path, capsys):
     path = tmp_path / "runs.jsonl"
     path.write_text(json.dumps(record) + "\n" + json.dumps({**record, "trial": 1}) + "\n")
     status, printed, err = cli(["traces", "import", path, "--out", tmp_path / "o"], capsys)
-    assert status == 0 and "imported 2 openai-chat runs" in printed, err
+    assert status == 0 and "imported 2 runs (openai-chat;" in printed, err
     tau = tmp_path / "tau.json"
     tau.write_text(
         json.dumps([{"task_id": 3, "trial": 0, "reward": 0.0, "traj": record["messages"]}])
     )
     status, printed, err = cli(["traces", "import", tau, "--out", tmp_path / "t"], capsys)
-    assert status == 0 and "imported 1 tau-bench runs" in printed, err
+    assert status == 0 and "imported 1 runs (tau-bench;" in printed, err
 
 
 def test_a_zip_log_is_named(tmp_path, capsys):

@@ -77,7 +77,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
         console.print(note, markup=False, highlight=False)
     stats = next(iter(result.summary.values()))
     console.print(
-        f"imported {result.runs} {result.fmt} runs ({result.tasks} tasks, "
+        f"imported {result.runs} runs ({result.fmt}; {result.tasks} tasks, "
         f"up to {result.trials} trials each): "
         f"success {stats['success_rate']:.3f}, mean turns {stats['mean_steps']:.2f}, "
         f"mean tool calls {stats['mean_tool_calls']:.2f}",
