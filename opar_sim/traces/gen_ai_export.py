@@ -58,6 +58,7 @@ def _iteration_attrs(step: dict[str, Any], agent: str, tokens: int) -> dict[str,
         output = f"[{output}]"
     return {
         "gen_ai.operation.name": "chat",
+        "gen_ai.provider.name": "opar_sim",  # a simulated agent; an LLM run's backend wins
         "gen_ai.request.model": agent,
         "gen_ai.output.messages": output,
         "opar_sim.step": int(step["step"]),
@@ -75,15 +76,18 @@ def _iteration_attrs(step: dict[str, Any], agent: str, tokens: int) -> dict[str,
 
 
 def _usage(calls: list[dict[str, Any]]) -> dict[str, Any]:
-    prompt = [c.get("prompt_tokens") for c in calls if c.get("prompt_tokens") is not None]
+    prompt = [int(c["prompt_tokens"]) for c in calls if c.get("prompt_tokens") is not None]
     completion = [
-        c.get("completion_tokens") for c in calls if c.get("completion_tokens") is not None
+        int(c["completion_tokens"]) for c in calls if c.get("completion_tokens") is not None
     ]
-    return {
+    out: dict[str, Any] = {
         "gen_ai.usage.input_tokens": sum(prompt) if prompt else None,
         "gen_ai.usage.output_tokens": sum(completion) if completion else None,
-        "gen_ai.provider.name": next((c.get("backend") for c in calls if c.get("backend")), None),
     }
+    backend = next((c.get("backend") for c in calls if c.get("backend")), None)
+    if backend is not None:
+        out["gen_ai.provider.name"] = backend
+    return out
 
 
 def _episode_spans(

@@ -167,3 +167,37 @@ def test_an_edited_export_is_refused(exported: Path, tmp_path: Path, capsys) -> 
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "the file was edited" in err
+
+
+def test_an_llm_runs_calls_give_usage_and_provider(run_dir: Path, tmp_path: Path) -> None:
+    import shutil
+
+    from opar_sim.rundir import to_line
+
+    copy = tmp_path / "run"
+    shutil.copytree(run_dir, copy)
+    calls = [
+        {"episode": 0, "controller": "pid", "step": 1, "phase": "plan", "backend": "ollama",
+         "model": "qwen", "attempts": 1, "prompt_tokens": 120, "completion_tokens": 30},
+        {"episode": 0, "controller": "pid", "step": 1, "phase": "evaluate", "backend": "ollama",
+         "model": "qwen", "attempts": 1, "prompt_tokens": 200, "completion_tokens": 10},
+    ]  # fmt: skip
+    (copy / "calls.jsonl").write_text("".join(to_line(c) for c in calls))
+    (copy / "manifest.jsonl").unlink()  # calls.jsonl is written by hand: no manifest vouches
+    out = tmp_path / "spans.json"
+    with contextlib.redirect_stdout(io.StringIO()):
+        assert main(["export", str(copy), "--format", "otel-genai", "--out", str(out)]) == 0
+    spans = _spans(out)
+    root = next(
+        s
+        for s in spans
+        if _attrs(s).get("opar_sim.controller") == "pid" and _attrs(s)["opar_sim.episode"] == 0
+    )
+    mine = [_attrs(s) for s in spans if s.trace_id == root.trace_id]
+    plan = next(a for a in mine if a["gen_ai.operation.name"] == "plan")
+    chat = next(a for a in mine if a["gen_ai.operation.name"] == "chat")
+    assert (plan["gen_ai.usage.input_tokens"], plan["gen_ai.usage.output_tokens"]) == (120, 30)
+    assert (chat["gen_ai.usage.input_tokens"], chat["gen_ai.usage.output_tokens"]) == (200, 10)
+    assert chat["gen_ai.provider.name"] == plan["gen_ai.provider.name"] == "ollama"
+    later = [a for a in mine if a["gen_ai.operation.name"] == "chat"][1]
+    assert later["gen_ai.provider.name"] == "opar_sim" and "gen_ai.usage.input_tokens" not in later
