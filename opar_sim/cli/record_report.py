@@ -113,6 +113,8 @@ def render_record_report(path: Path) -> str:
         ("opar-sim", opar_sim.__version__),
         ("run directory", str(path.resolve())),
         ("format", str(source.get("format", "?"))),
+        ("agents", ", ".join(sorted({str(e.get("agent")) for e in iter_episodes(path)}))),
+        ("tasks", ", ".join(sorted({str(e.get("task")) for e in iter_episodes(path)}))),
         ("imported from", str(source.get("file", "?"))),
         ("tokens per step", str(source.get("step_tokens", "estimated (text length)"))),
         ("outcomes", ", ".join(f"{k} {v}" for k, v in (source.get("outcomes") or {}).items())),

@@ -159,6 +159,17 @@ def test_names_that_look_like_html_or_paths_stay_data(tmp_path, capsys):
     status, printed, err = cli(["traces", "compare", out], capsys)
     assert status == 0, err
     assert "\x1b" not in printed and "\\x1b" in printed  # shown, not acted on
+    status, _, err = cli(["report", out], capsys)
+    assert status == 0, err
+    page = (out / "report.html").read_text()
+    assert "<script>alert" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+
+
+@pytest.mark.parametrize("rule", ["correctness", "x>=", ">=1", "x>=nan", "x=>1", "x>=1e999"])
+def test_a_bad_success_score_is_one_line(tmp_path, capsys, rule):
+    path = FIXTURES / "langfuse/openai-agents-2025-09-30.trace.json"
+    err = _refused(tmp_path, capsys, path, "--success-score", rule)
+    assert "--success-score" in err
 
 
 def _tau2_turn(calls: int) -> dict[str, Any]:
