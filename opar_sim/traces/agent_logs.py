@@ -55,6 +55,9 @@ SWE_AGENT_STOPS = {
     "exit_environment_error": "error:environment",
     "exit_error": "error:exit_error",
     "exit_forfeit": "failure",
+    "exit_command": "failure",  # the agent ran ``exit`` without a submission
+    "exit_total_execution_time": "truncated:time",
+    "exit_command_timeout": "truncated:command_timeout",
     "early_exit": "error:early_exit",
 }
 

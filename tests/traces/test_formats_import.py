@@ -225,3 +225,56 @@ def test_tau2_results(tmp_path: Path) -> None:
     assert [s["tokens"] for s in third] == [5, 23, 34]
     assert [e["wall_seconds"] for e in episodes] == [41.5, 63.0, 12.25]
     assert read_json(out / "source.json")["step_tokens"] == "mixed"
+
+
+@pytest.mark.parametrize(
+    ("status", "outcome"),
+    [
+        ("submitted", "unknown"),
+        ("submitted (exit_cost)", "truncated:cost"),
+        ("exit_context", "truncated:context"),
+        ("submitted (exit_total_execution_time)", "truncated:time"),
+        ("exit_format", "error:invalid_format"),
+        ("exit_forfeit", "failure"),
+        ("something_new", "unknown"),
+    ],
+)
+def test_swe_agent_exit_status_maps_to_an_outcome(status: str, outcome: str) -> None:
+    from opar_sim.traces.agent_logs import swe_agent_runs
+
+    doc = load_document(FIXTURES / "swe-agent/swe-agent__test-repo-i1.traj")
+    doc["info"]["exit_status"] = status
+    (run,) = swe_agent_runs(doc)
+    assert (run.outcome, run.stop) == (outcome, status)
+
+
+@pytest.mark.parametrize(
+    ("limit", "outcome"),
+    [("message", "truncated:max_steps"), ("token", "truncated:tokens"),
+     ("working", "truncated:time"), ("context", "truncated:context")],
+)  # fmt: skip
+def test_inspect_sample_limit_maps_to_truncated(limit: str, outcome: str) -> None:
+    from opar_sim.traces.inspect_log import inspect_runs
+
+    doc = load_document(FIXTURES / "inspect/2025-05-12T20-27-36-04-00_browser.json")
+    doc["samples"][0]["limit"] = {"type": limit, "limit": 10}
+    (run,) = inspect_runs(doc)
+    assert run.outcome == outcome  # the limit wins over the C score
+
+
+@pytest.mark.parametrize(
+    ("reason", "reward", "outcome"),
+    [("agent_stop", 1.0, "success"), ("user_stop", 0.5, "failure"),
+     ("timeout", 0.0, "truncated:time"), ("context_window_exceeded", 0.0, "truncated:context"),
+     ("too_many_errors", 0.0, "truncated:too_many_errors"),
+     ("infrastructure_error", 0.0, "error:infrastructure_error")],
+)  # fmt: skip
+def test_tau2_termination_reason_maps_to_an_outcome(reason, reward, outcome) -> None:
+    from opar_sim.traces.agent_logs import tau2_runs
+
+    doc = load_document(FIXTURES / "tau2/results.json")
+    doc["simulations"] = doc["simulations"][:1]
+    doc["simulations"][0]["termination_reason"] = reason
+    doc["simulations"][0]["reward_info"]["reward"] = reward
+    (run,) = tau2_runs(doc)
+    assert run.outcome == outcome
