@@ -201,3 +201,12 @@ def test_an_llm_runs_calls_give_usage_and_provider(run_dir: Path, tmp_path: Path
     assert chat["gen_ai.provider.name"] == plan["gen_ai.provider.name"] == "ollama"
     later = [a for a in mine if a["gen_ai.operation.name"] == "chat"][1]
     assert later["gen_ai.provider.name"] == "opar_sim" and "gen_ai.usage.input_tokens" not in later
+
+
+def test_openinference_names_the_otlp_export(run_dir: Path, tmp_path: Path) -> None:
+    outs = []
+    for fmt in ("otlp", "openinference"):
+        outs.append(tmp_path / f"{fmt}.json")
+        with contextlib.redirect_stdout(io.StringIO()):
+            assert main(["export", str(run_dir), "--format", fmt, "--out", str(outs[-1])]) == 0
+    assert outs[0].read_bytes() == outs[1].read_bytes()
