@@ -319,6 +319,14 @@ def calibration_limits(rundir: str | Path) -> list[str]:
     ]
 
 
+def no_success_note(rundir: Path) -> str:
+    """Why ``advise`` shows only the caps' savings: no success, and why (``unknown_note``)."""
+    return (
+        "no recorded success, so no cap can keep one: the caps show only what each saves"
+        + unknown_note(rundir)
+    )
+
+
 def number_runs(runs: Iterable[TraceRun]) -> list[tuple[int, int, TraceRun]]:
     """(episode, trial, run) for each run: distinct ids numbered in file order, trials counted.
 
