@@ -6,8 +6,9 @@ directory (one episode per run, one step per assistant turn) and writes them
 through ``opar_sim.rundir``.  See docs/traces.md.
 """
 
-from opar_sim.traces.formats import FORMATS, Conversation, TraceFormatError, parse_file
+from opar_sim.traces.formats import FORMATS, Conversation, parse_file
 from opar_sim.traces.importer import ImportResult, conversation_rows, import_traces
+from opar_sim.traces.runs import TraceFormatError
 
 __all__ = [
     "FORMATS",

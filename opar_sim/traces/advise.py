@@ -25,9 +25,8 @@ times to the last attempt's chance, computed by repeated squaring: every cutoff 
 O(trials + log B), whatever the budget (``MAX_BUDGET`` bounds it, ``MAX_CUTOFFS``
 the cutoffs: past it they are thinned on a log scale).
 
-``advise(rundir)`` answers both for a run directory: its ``Advice`` holds every cap table,
-the smallest caps and the restart study; ``tables()`` are the command's tables and
-``to_dict()`` its ``advise.json``.
+``advise(rundir)`` answers both: ``Advice`` holds every cap table, the smallest caps and the
+restarts (a record without a success: the caps' savings only), ``tables()``, ``to_dict()``.
 """
 
 from __future__ import annotations
@@ -44,6 +43,7 @@ from opar_sim.core.errors import InputError
 from opar_sim.measure.group_bootstrap import group_resample_counts, ratio_estimates
 from opar_sim.measure.stats import Estimate
 from opar_sim.measure.table import TextTable
+from opar_sim.traces.runs import no_success_note
 from opar_sim.traces.stopping import RunCost, by_task, load_costs, task_index
 
 CAP_SIGNALS = ("steps", "calls", "tokens")
@@ -67,12 +67,13 @@ class CapRow:
     saved_failures: Estimate  # the same over the failed runs
 
     def to_dict(self) -> dict[str, Any]:
-        """The row as JSON-ready fields."""
+        """The row as JSON-ready fields (a share of no recorded success: null)."""
+        kept = self.kept_share.to_dict()
         return {
             "signal": self.signal,
             "cap": self.cap,
             "success_rate": self.success_rate.to_dict(),
-            "kept_share": self.kept_share.to_dict(),
+            "kept_share": None if self.kept_share.mean != self.kept_share.mean else kept,
             "saved": self.saved.to_dict(),
             "saved_on_failures": self.saved_failures.to_dict(),
         }
@@ -270,6 +271,8 @@ class Restarts:
 
     def verdict(self) -> str:
         """One line: whether restarting beats continuing, with its interval."""
+        if not self.rows:  # runs of no turn or one: no cutoff below the budget
+            return f"no restart to study within a budget of {self.budget} turn(s)"
         best = self.best
         gain = best.gain
         if gain.mean <= 1e-12:
@@ -347,6 +350,7 @@ class Advice:
     best: dict[str, CapRow | None]  # per signal, the smallest cap keeping ``share``
     restarts: Restarts
     time_to_success: list[float]
+    note: str = ""  # no recorded success: the caps show only what each saves
 
     def to_dict(self) -> dict[str, Any]:
         """``advise.json``: every cap of every signal, time to success, the restart study."""
@@ -354,6 +358,8 @@ class Advice:
         out: dict[str, Any] = {"runs": self.runs, "tasks": self.tasks, "share": self.share}
         out |= {signal: [r.to_dict() for r in rows] for signal, rows in self.caps.items()}
         out["time_to_success"] = self.time_to_success
+        if self.note:  # no success: no restart to judge
+            return out | {"note": self.note}
         out["restarts"] = {
             "budget": study.budget,
             "pooled": study.pooled,
@@ -397,7 +403,7 @@ class Advice:
             for r in _shown(rows, best)
         ]
         columns = [f"{signal} cap", "success rate", "successes kept", "saved (all)", "saved (fail)"]
-        notes = [f"* the smallest cap keeping {self.share:.0%} of the successes"]
+        notes = [self.note or f"* the smallest cap keeping {self.share:.0%} of the successes"]
         if len(table) < len(rows):
             notes.append(f"{len(table)} of {len(rows)} caps shown; every cap in advise.json")
         return TextTable(f"{signal} caps", columns, table, notes)
@@ -435,6 +441,8 @@ class Advice:
 
     def tables(self) -> list[TextTable]:
         """Every table, in the command's order: each signal's caps, the smallest, restarts."""
+        if self.note:
+            return [self.cap_table(signal) for signal in self.caps]
         return [
             *(self.cap_table(signal) for signal in self.caps),
             self.table(),
@@ -461,11 +469,10 @@ def advise(
         The advice.
 
     Raises:
-        InputError: when the directory is not a run, or records no success.
+        InputError: when the directory is not a run.
     """
     runs = load_costs(rundir, of)
-    if not any(r.success for r in runs):
-        raise InputError(f"{rundir}: no recorded success, so no cap can keep one")
+    note = "" if any(r.success for r in runs) else no_success_note(Path(rundir))
     caps = {signal: cap_table(runs, signal) for signal in CAP_SIGNALS}
     return Advice(
         len(runs),
@@ -475,11 +482,12 @@ def advise(
         {signal: smallest_cap(rows, share) for signal, rows in caps.items()},
         restarts(runs, budget),
         time_to_success(runs),
+        note,
     )
 
 
 def _cell(e: Estimate) -> str:
-    return f"{e.mean:.3f} [{e.low:.3f}, {e.high:.3f}]"
+    return "–" if e.mean != e.mean else f"{e.mean:.3f} [{e.low:.3f}, {e.high:.3f}]"  # NaN: –
 
 
 def _shown(rows: list[CapRow], best: CapRow | None) -> list[CapRow]:

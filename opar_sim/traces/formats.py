@@ -26,13 +26,9 @@ from typing import Any
 import orjson
 
 from opar_sim.rundir import RunDirError, read_input
-from opar_sim.spec.schema import SpecError
+from opar_sim.traces.runs import TraceFormatError
 
 ROLES = ("system", "user", "assistant", "tool")
-
-
-class TraceFormatError(SpecError):
-    """A recorded run that does not fit its format (the CLI exits 2 with the message)."""
 
 
 @dataclass(frozen=True, slots=True)

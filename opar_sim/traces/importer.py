@@ -19,7 +19,6 @@ could observe at that turn (docs/traces.md has the field list):
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import shlex
@@ -41,6 +40,8 @@ from opar_sim.rundir import (
     write_whole_run,
 )
 from opar_sim.traces.formats import Conversation, parse_file
+from opar_sim.traces.log_import import log_rows, parse_runs, resolve_format
+from opar_sim.traces.runs import args_hash, parse_success_rule
 
 CONTROLLER = "recorded"
 TOOL_ERROR = "error"  # a step's ``tool_error`` when a tool answered one of its calls with an error
@@ -61,30 +62,6 @@ def is_write_action(name: str) -> bool:
         ``think`` and ``transfer_to_human_agents``; True otherwise.
     """
     return not name.startswith(READ_PREFIXES) and name not in READ_ONLY
-
-
-def args_hash(arguments: Any) -> str:
-    """A short hash of a tool call's arguments, equal for equal arguments in any key order.
-
-    Args:
-        arguments: The call's ``function.arguments`` (a JSON string or an object).
-
-    Returns:
-        16 hex digits of SHA-256 of the canonical JSON (the raw string when it is not JSON).
-    """
-    value = arguments
-    if isinstance(arguments, str):
-        try:
-            value = json.loads(arguments) if arguments.strip() else {}
-        except (ValueError, RecursionError):  # not JSON, too deep, or a number too long
-            value = arguments
-    if value is None:
-        value = {}
-    try:
-        canonical = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    except (ValueError, RecursionError, TypeError):
-        canonical = repr(value)
-    return hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
 def _text(message: dict[str, Any]) -> int:
@@ -289,72 +266,95 @@ class ImportResult:
     trials: int
     summary: dict[str, Any]
     notes: list[str] = field(default_factory=list)  # what was done besides (a leftover removed)
+    fmt: str = ""  # the format imported (named or detected)
 
 
 def import_traces(
     path: str | Path,
-    fmt: str,
+    fmt: str | None,
     out: str | Path,
     *,
     agent: str | None = None,
     task: str | None = None,
+    success_score: str | None = None,
 ) -> ImportResult:
     """Import a file of recorded runs into a new run directory.
 
     Args:
         path: The file of recorded runs.
-        fmt: ``tau-bench`` or ``openai-chat``.
+        fmt: One of ``log_import.ALL_FORMATS``, or None to tell it from the file.
         out: The run directory to create (it must not hold a run already).
-        agent: The model's name (default: from a τ-bench file name, else ``unknown``).
-        task: The task family (default: ``tau-bench/DOMAIN`` from the file name).
+        agent: The model's name (default: the file's own, a τ-bench file name, ``unknown``).
+        task: The task family (default: the file's own, ``tau-bench/DOMAIN`` from the name).
+        success_score: ``NAME>=THRESHOLD``: the score that means success, for a format
+            that records scores and no success (Langfuse, OpenTelemetry, Inspect).
 
     Returns:
         The directory, the counts of runs, tasks and trials per task, the summary, and
-        notes (a stopped import's leftover removed).
+        notes (a stopped import's leftover removed; runs whose success is unknown).
 
     The run is written beside ``out`` and renamed into place when it is whole
     (``rundir.write_whole_run``), with a manifest of its files: a killed import leaves
     no half run, and the same command run again finishes it.
 
     Raises:
-        TraceFormatError: when a record does not fit its format.
+        TraceFormatError: when a record does not fit its format, or the format cannot
+            be told.
         SpecError: when ``out`` already holds a run, or is not empty.
     """
     source = Path(path)
     target = Path(out)
+    rule = parse_success_rule(success_score) if success_score is not None else None
+    fmt, doc = resolve_format(source, fmt)
+    score = f" --success-score {shlex.quote(str(rule))}" if rule is not None else ""
 
     def command(where: str) -> str:
         return (
-            f"opar-sim traces import {shlex.quote(str(source))} --format {fmt} "
+            f"opar-sim traces import {shlex.quote(str(source))} --format {fmt}{score} "
             f"--out {shlex.quote(where)}"
         )
 
     notes = claim_whole_run(target, IMPORT_FILES, command)
-    runs = sorted(parse_file(source, fmt), key=lambda c: (c.task_id, c.trial))
     default_agent, default_task = default_names(source, fmt)
-    episodes: list[EpisodeRow] = []
-    steps: list[bytes] = []
+    agent, task = agent or default_agent, task or default_task
+    about: dict[str, Any] = {"format": fmt, "file": str(source.resolve())}
+    if doc is None:
+        episodes, step_rows = _conversation_rows(source, fmt, agent, task)
+    else:
+        episodes, step_rows, extra = log_rows(parse_runs(doc, fmt, source), rule, agent, task)
+        about.update(extra)
+        if "unknown" in extra:
+            notes.append(extra["unknown"])
     dumps, newline = orjson.dumps, orjson.OPT_APPEND_NEWLINE
-    for conv in runs:
-        episode, rows = conversation_rows(conv, agent or default_agent, task or default_task)
-        episodes.append(episode)
-        steps += [dumps(row, option=newline) for row in rows]
-    trials = Counter(c.task_id for c in runs)
+    trials = Counter(e["episode"] for e in episodes)
     summary = Summary(trials=max(trials.values()))
     for row in episodes:
         summary.add_row(row)
     table = summary.as_dict()
-    about = {"format": fmt, "file": str(source.resolve()), "runs": len(runs), "tasks": len(trials)}
+    about.update(runs=len(episodes), tasks=len(trials))
     files = {
         SOURCE_FILE: _json_bytes(about),
-        STEPS_FILE: b"".join(steps),
+        STEPS_FILE: b"".join(dumps(row, option=newline) for row in step_rows),
         EPISODES_FILE: b"".join(dumps(row, option=newline) for row in episodes),
         SUMMARY_FILE: _json_bytes(table),
     }
     write_whole_run(
-        target, files, head={"import": SOURCE_FILE}, units=len(runs), command=command(str(out))
+        target, files, head={"import": SOURCE_FILE}, units=len(episodes), command=command(str(out))
     )
-    return ImportResult(target, len(runs), len(trials), max(trials.values()), table, notes)
+    return ImportResult(target, len(episodes), len(trials), max(trials.values()), table, notes, fmt)
+
+
+def _conversation_rows(
+    source: Path, fmt: str, agent: str, task: str
+) -> tuple[list[EpisodeRow], list[StepRow]]:
+    """The rows of a τ-bench or OpenAI-chat file, sorted by task and trial."""
+    episodes: list[EpisodeRow] = []
+    steps: list[StepRow] = []
+    for conv in sorted(parse_file(source, fmt), key=lambda c: (c.task_id, c.trial)):
+        episode, rows = conversation_rows(conv, agent, task)
+        episodes.append(episode)
+        steps += rows
+    return episodes, steps
 
 
 def _json_bytes(data: Any) -> bytes:

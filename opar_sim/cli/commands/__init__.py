@@ -131,7 +131,7 @@ COMMANDS: tuple[Command, ...] = (
     ),
     Command(
         "traces",
-        "import recorded agent runs (tau-bench, OpenAI chat) into a run directory",
+        "import recorded agent runs (tau-bench, OTel, Langfuse, Inspect, ...) into a run directory",
         group="real agents",
     ),
     Command(

@@ -34,6 +34,7 @@ from opar_sim.cli.commands.common import (
 )
 from opar_sim.cli.progress import stages
 from opar_sim.rundir import write_bytes, write_json
+from opar_sim.traces.runs import calibration_limits
 
 NAME = "calibrate"
 HELP = "fit the simulated agent to a record (LLM run or imported) and check it on held-out tasks"
@@ -120,6 +121,8 @@ def run(args: argparse.Namespace, console: Console) -> int:
         0 whatever the verdict (it is printed); a directory that is not a run, or a
         model that cannot reproduce the record's features, exits 2 through ``SpecError``.
     """
+    for line in calibration_limits(args.rundir):  # an imported record: what it can't give
+        console.print(line, highlight=False)
     result = calibrate(
         args.rundir,
         CalibrationBudget(args.folds, args.cell_episodes, args.episodes),

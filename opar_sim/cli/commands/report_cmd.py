@@ -27,6 +27,12 @@ def run(args: argparse.Namespace, console: Console) -> int:
     Returns:
         0.
     """
+    if (args.rundir / "source.json").is_file() and not (args.rundir / "spec.json").is_file():
+        from opar_sim.cli.record_report import write_record_report  # an imported record
+
+        out = write_record_report(args.rundir, args.out or args.rundir / "report.html")
+        console.print(f"report: [green]{escape(str(out))}[/]")
+        return 0
     analysis = load_analysis(args.rundir)
     check_episode_flags(analysis, args)
     out = args.out or args.rundir / "report.html"

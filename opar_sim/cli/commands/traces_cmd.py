@@ -1,4 +1,4 @@
-"""``opar-sim traces import FILE --format tau-bench|openai-chat --out RUNDIR``, ``traces compare``.
+"""``opar-sim traces import FILE [--format NAME] --out RUNDIR``, ``traces compare``.
 
 ``import`` turns recorded agent conversations into an ordinary run directory (see
 ``opar_sim.traces`` and docs/traces.md), which ``replay --laws``, ``advise`` and
@@ -16,12 +16,13 @@ from pathlib import Path
 from rich.console import Console
 
 from opar_sim.cli.tables import TextTable
-from opar_sim.traces import FORMATS, import_traces
+from opar_sim.traces import import_traces
 from opar_sim.traces.compare import profile
+from opar_sim.traces.log_import import ALL_FORMATS
 from opar_sim.traces.stopping import parse_laws
 
 NAME = "traces"
-HELP = "import recorded agent runs (tau-bench, OpenAI chat) into a run directory"
+HELP = "import recorded agent runs (tau-bench, OTel, Langfuse, Inspect, ...) into a run directory"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -29,10 +30,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="action", required=True, parser_class=type(parser))
     imp = sub.add_parser("import", help="import a file of recorded runs")
     imp.add_argument("file", type=Path, help="the recorded runs (JSON array or JSON Lines)")
-    imp.add_argument("--format", required=True, choices=sorted(FORMATS), dest="fmt")
+    imp.add_argument(
+        "--format",
+        choices=ALL_FORMATS,
+        dest="fmt",
+        help="the file's format (default: told from the file; an error names the candidates)",
+    )
     imp.add_argument("--out", required=True, type=Path, help="the run directory to create")
     imp.add_argument("--agent", help="the model's name (default: from a tau-bench file name)")
     imp.add_argument("--task", help="the task family (default: tau-bench/DOMAIN from the name)")
+    imp.add_argument(
+        "--success-score",
+        metavar="NAME>=X",
+        help="the score that means success, for formats that record no success (Langfuse, "
+        "OpenTelemetry, Inspect): e.g. correctness>=1",
+    )
     cmp = sub.add_parser("compare", help="compare the runs of several run directories")
     cmp.add_argument("rundirs", nargs="+", type=Path, help="run directories (imported or not)")
     cmp.add_argument(
@@ -53,12 +65,20 @@ def run(args: argparse.Namespace, console: Console) -> int:
     """
     if args.action == "compare":
         return _compare(args, console)
-    result = import_traces(args.file, args.fmt, args.out, agent=args.agent, task=args.task)
+    result = import_traces(
+        args.file,
+        args.fmt,
+        args.out,
+        agent=args.agent,
+        task=args.task,
+        success_score=args.success_score,
+    )
     for note in result.notes:
         console.print(note, markup=False, highlight=False)
     stats = next(iter(result.summary.values()))
     console.print(
-        f"imported {result.runs} runs ({result.tasks} tasks, up to {result.trials} trials each): "
+        f"imported {result.runs} runs ({result.fmt}; {result.tasks} tasks, "
+        f"up to {result.trials} trials each): "
         f"success {stats['success_rate']:.3f}, mean turns {stats['mean_steps']:.2f}, "
         f"mean tool calls {stats['mean_tool_calls']:.2f}",
         highlight=False,
