@@ -51,7 +51,7 @@ def host_step(messages: list[Any]) -> HostStep | None:
     return HostStep(calls=calls, tokens=tokens, answer=ai.text, text=str(messages[-1].content))
 
 
-class GateMiddleware(AgentMiddleware):  # type: ignore[type-arg]
+class GateMiddleware(AgentMiddleware):  # type: ignore[type-arg,misc,unused-ignore]
     """The middleware that lets a gate steer ``create_agent``'s loop (module docstring)."""
 
     def __init__(
@@ -75,7 +75,7 @@ class GateMiddleware(AgentMiddleware):  # type: ignore[type-arg]
             host = self.observe(messages, host)
         return self.gate.step(host)
 
-    @hook_config(can_jump_to=["end"])
+    @hook_config(can_jump_to=["end"])  # type: ignore[untyped-decorator,unused-ignore]
     def before_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:
         """Decide on the step the tools just finished (none before the first model turn)."""
         messages = list(state["messages"])
@@ -88,7 +88,7 @@ class GateMiddleware(AgentMiddleware):  # type: ignore[type-arg]
             return {"jump_to": "end"}
         return {"messages": _replan(verdict, messages)}
 
-    @hook_config(can_jump_to=["model"])
+    @hook_config(can_jump_to=["model"])  # type: ignore[untyped-decorator,unused-ignore]
     def after_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:
         """Decide on a turn without tool calls: the model means to stop."""
         messages = list(state["messages"])

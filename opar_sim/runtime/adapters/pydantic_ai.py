@@ -47,12 +47,12 @@ def host_step(response: ModelResponse, following: Any) -> HostStep:
     """What the gate sees of one model response and the tools it ran."""
     replies: dict[str, Any] = {}
     if isinstance(following, ModelRequestNode):
-        for part in following.request.parts:
-            if isinstance(part, ToolReturnPart | RetryPromptPart) and part.tool_call_id:
-                replies[part.tool_call_id] = part
+        for piece in following.request.parts:
+            if isinstance(piece, ToolReturnPart | RetryPromptPart) and piece.tool_call_id:
+                replies[piece.tool_call_id] = piece
     calls = []
     for part in response.tool_calls:
-        reply = replies.get(part.tool_call_id)
+        reply = replies.get(str(part.tool_call_id))
         error = result = None
         if isinstance(reply, RetryPromptPart):
             error = reply.model_response()
@@ -60,14 +60,14 @@ def host_step(response: ModelResponse, following: Any) -> HostStep:
             result = reply.model_response_str()
             if getattr(reply, "outcome", "success") not in ("success", None):
                 error = result  # retried, failed or denied: the tool's error text
-        calls.append(ToolCall(part.tool_name, part.args_as_dict(), error, result))
+        calls.append(ToolCall(str(part.tool_name), part.args_as_dict(), error, result))
     tokens = int(response.usage.input_tokens + response.usage.output_tokens)
     return HostStep(
         calls=calls, tokens=tokens, answer=response.text or "", text=response.text or ""
     )
 
 
-class GateCapability(AbstractCapability[Any]):
+class GateCapability(AbstractCapability[Any]):  # type: ignore[misc,unused-ignore]
     """A capability that lets a gate choose each step's next node (module docstring)."""
 
     def __init__(

@@ -20,7 +20,7 @@ from tests.runtime.scripted import C, R, T, scripted_gate
 class FakeModel(GenericFakeChatModel):
     """langchain_core's fake model, which also binds tools and keeps what it was sent."""
 
-    seen: list = []
+    seen: list
 
     def bind_tools(self, tools, **kwargs):
         return self
