@@ -231,13 +231,6 @@ def _label(call: Any) -> str:
 
 
 def _truth_fields(truth: Truth) -> dict[str, Any]:
-    """The ground-truth fields of a step row, from a harness's truth."""
-    fields: dict[str, Any] = {
-        "progress": truth.progress,
-        "complete": truth.complete,
-        "feasible": truth.feasible,
-        "plan_quality": truth.plan_quality,
-    }
-    if truth.effective_quality is not None:
-        fields["effective_quality"] = truth.effective_quality
-    return fields
+    """The ground-truth fields of a step row, from a harness's truth (``plan_quality`` unread)."""
+    # no plan quality: a live agent's plan has none (replay refuses the oracle on it)
+    return {"progress": truth.progress, "complete": truth.complete, "feasible": truth.feasible}
