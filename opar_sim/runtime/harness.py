@@ -13,7 +13,7 @@ live run, as on a simulated one.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import Any, cast
 
 import simpy
 
@@ -66,8 +66,7 @@ class TaskHarness:
             return ActionResult(False, f"invalid call: {problem}", 0.0, "invalid_action")
         proc = self.env.process(self.task.execute(action))
         self.env.run(proc)
-        result: ActionResult = proc.value
-        return result
+        return cast(ActionResult, proc.value)
 
     def truth(self) -> Truth:
         """The world's hidden state now (no plan quality: a real agent's plan has none)."""
