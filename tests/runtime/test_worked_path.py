@@ -11,6 +11,8 @@ calibrated from, and reported.
 from __future__ import annotations
 
 import json
+import os
+import shutil
 
 import pytest
 
@@ -177,3 +179,38 @@ def test_the_record_calibrates_the_simulated_agent(live):
     assert main([*argv, "--direct"]) == 0
     snippet = (out / "calibrated.toml").read_text()
     assert "[agent.params]" in snippet and "bias" in snippet
+
+
+def test_the_live_report_opens_in_the_browser(live, tmp_path):
+    from tests.cli.test_report_browser import CHROMIUM, FLAGS, _browser_or_skip
+
+    sync_api = _browser_or_skip()
+    out = live["out"]
+    if not (out / "report.html").is_file():
+        assert main(["report", str(out)]) == 0
+    steps = _lines(out / "episodes.jsonl")[0]["steps"]
+    errors, outside = [], []
+    with sync_api.sync_playwright() as pw:
+        executable = CHROMIUM if os.path.isfile(CHROMIUM) else shutil.which("chromium")
+        browser = pw.chromium.launch(executable_path=executable, headless=True, args=FLAGS)
+        context = browser.new_context(offline=True, viewport={"width": 800, "height": 1000})
+
+        def route(r):
+            if r.request.url.startswith("file://"):
+                r.continue_()
+            else:  # the report must not leave the file
+                outside.append(r.request.url)
+                r.abort()
+
+        context.route("**/*", route)
+        page = context.new_page()
+        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.goto((out / "report.html").as_uri())
+        page.wait_for_load_state("load")
+        page.click("#episode-list tr[data-key='pid|0|1|1']")
+        page.wait_for_selector("#trace table tbody tr")
+        assert page.locator("#trace table tbody tr").count() == steps
+        page.screenshot(path=str(tmp_path / "live_report.png"), full_page=True)
+        browser.close()
+    assert errors == [] and outside == []
