@@ -147,8 +147,9 @@ class Gate:
         self.evaluator = evaluator
         self.recorder = recorder
         self.clock = clock
-        self.episode = -1
-        self.begin()
+        self.episode = 0
+        self._next_episode = 0
+        self._reset()
 
     @property
     def name(self) -> str:
@@ -166,7 +167,14 @@ class Gate:
         Args:
             episode: Its number in the record (default: the next one).
         """
-        self.episode = self.episode + 1 if episode is None else episode
+        self.episode = self._next_episode if episode is None else episode
+        self._next_episode = self.episode + 1
+        self._reset()
+        if self.recorder is not None:
+            self.recorder.begin(self)
+
+    def _reset(self) -> None:
+        """The law reset, the counts and the clock from zero."""
         if not isinstance(self.law, TraceLaw):
             self.law.reset()
         self.counts = TraceCounts()
@@ -179,8 +187,6 @@ class Gate:
         self.replans = 0
         self.fresh = True
         self.last: Verdict | None = None
-        if self.recorder is not None:
-            self.recorder.begin(self)
 
     def now_of(self, host: HostStep) -> float:
         """The law's clock at this step, in the gate's time unit (simulated seconds)."""

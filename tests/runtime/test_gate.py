@@ -154,3 +154,19 @@ def test_the_step_unit_gives_dt_of_step_seconds():
     assert seen == [(1, 2.5, 0.0, 1, 0), (2, 5.0, 2.5, 2, 0), (3, 7.5, 2.5, 1, 1)]
     assert verdict.signal is ControlSignal.CONTINUE
     assert not verdict.fresh_context
+
+
+def test_episodes_are_numbered_from_zero_and_begin_resets_the_law():
+    gate = Gate("calls:2")
+    gate.begin()
+    assert gate.episode == 0
+    gate.step(HostStep([ToolCall("a")]))
+    assert gate.step(HostStep([ToolCall("a")])).signal is ControlSignal.TERMINATE
+    with pytest.raises(LawError, match="begin"):
+        gate.step(HostStep())
+    gate.begin()
+    assert (
+        gate.episode == 1 and gate.step(HostStep([ToolCall("a")])).signal is ControlSignal.CONTINUE
+    )
+    gate.begin(7)
+    assert gate.episode == 7 and gate.counts.counts["calls"] == 0
