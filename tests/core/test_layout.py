@@ -40,6 +40,7 @@ RANKS = {
     "opar_sim.traces": 6,  # recorded runs in and out: formats, import, replay, advise, OTLP
     "opar_sim.calibration": 7,  # fitting the simulated agent to recorded runs
     "opar_sim.studies": 7,  # one protocol per module
+    "opar_sim.runtime": 7,  # the gate of a tuned law in a real agent, and its adapters
     "opar_sim.figures": 8,
     "opar_sim.registry": 8,  # the catalogue of every pluggable kind, for the command line
     "opar_sim.api": 9,  # the Python API: run, compare, load_run, every study

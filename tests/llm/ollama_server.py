@@ -110,6 +110,8 @@ class OllamaServer:
                     self._chunk(json.dumps(part).encode() + b"\n")
                 final = dict(reply)
                 final["message"] = {"role": "assistant", "content": ""}
+                if reply["message"].get("tool_calls"):  # Ollama sends them on the last line
+                    final["message"]["tool_calls"] = reply["message"]["tool_calls"]
                 self._chunk(json.dumps(final).encode() + b"\n")
                 self._chunk(b"")
 
@@ -135,6 +137,8 @@ class OllamaServer:
 
     def chat(self, body: dict[str, Any]) -> dict[str, Any]:
         """Run one chat request on the embedded model; the reply in Ollama's fields."""
+        if body.get("tools"):
+            return self.tool_chat(body)
         options = body.get("options") or {}
         fmt = body.get("format")
         schema: dict[str, Any] | None = None
@@ -171,6 +175,57 @@ class OllamaServer:
             "eval_count": completion,
             "eval_duration": int(total * (1 - share)),
         }
+
+    def tool_chat(self, body: dict[str, Any]) -> dict[str, Any]:
+        """A request with ``tools``: the model answers one tool call or a final answer.
+
+        The output is constrained to ``{"tool": NAME, "args": {...}}`` for one of the tools
+        or ``{"answer": TEXT}``, and sent back as Ollama does: ``message.tool_calls`` (with
+        the arguments as an object) or the answer as the content.  Tool results and earlier
+        calls are shown to the model as plain messages (its template knows no tool role).
+        """
+        tools = [t["function"] for t in body["tools"]]
+        choices: list[dict[str, Any]] = [
+            {
+                "type": "object",
+                "properties": {
+                    "tool": {"const": t["name"]},
+                    "args": t.get("parameters") or {"type": "object"},
+                },
+                "required": ["tool", "args"],
+            }
+            for t in tools
+        ]
+        choices.append(
+            {
+                "type": "object",
+                "properties": {"answer": {"type": "string", "maxLength": 200}},
+                "required": ["answer"],
+            }
+        )
+        listed = "; ".join(f"{t['name']}: {t.get('description', '')}" for t in tools)
+        messages = [{"role": "system", "content": f"Tools: {listed}. Reply with JSON."}]
+        for m in body.get("messages") or []:
+            if m.get("role") == "tool":
+                messages.append({"role": "user", "content": f"Tool result: {m.get('content')}"})
+            elif m.get("tool_calls"):
+                calls = [c["function"] for c in m["tool_calls"]]
+                messages.append({"role": "assistant", "content": json.dumps(calls)})
+            else:
+                messages.append({"role": m.get("role", "user"), "content": m.get("content") or ""})
+        reply = self.chat(
+            {**body, "tools": None, "messages": messages, "format": {"anyOf": choices}}
+        )
+        try:
+            out = json.loads(reply["message"]["content"])
+        except json.JSONDecodeError:
+            return reply  # cut off: the text as it came
+        if "tool" in out:
+            call = {"function": {"name": out["tool"], "arguments": out.get("args") or {}}}
+            reply["message"] = {"role": "assistant", "content": "", "tool_calls": [call]}
+        else:
+            reply["message"] = {"role": "assistant", "content": str(out.get("answer", ""))}
+        return reply
 
     def start(self) -> OllamaServer:
         self._thread.start()
