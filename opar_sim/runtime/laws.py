@@ -22,7 +22,7 @@ from controllers.registry import CONTROLLERS
 from opar_sim.core.controller import Controller, ModelInfo, ModelReader, TruthReader
 from opar_sim.core.errors import InputError
 from opar_sim.core.types import ControlSignal, Decision
-from opar_sim.traces.importer import args_hash
+from opar_sim.traces.runs import args_hash
 from opar_sim.traces.stopping import SIGNALS, TRANSFER, Law, parse_law
 
 

@@ -32,7 +32,7 @@ from opar_sim.rundir import (
 from opar_sim.rundir.schema import fields_of
 from opar_sim.running.runner import finish_run
 from opar_sim.spec.schema import ExperimentSpec
-from opar_sim.traces.importer import args_hash
+from opar_sim.traces.runs import args_hash
 
 if TYPE_CHECKING:
     from opar_sim.runtime.gate import Gate, HostStep, Verdict
