@@ -59,9 +59,10 @@ from opar_sim.rundir import (
     EPISODES_FILE,
     SPEC_FILE,
     STEPS_FILE,
+    STEPS_PARQUET,
     episode_key,
     iter_episodes,
-    read_jsonl,
+    iter_steps,
     write_bytes,
 )
 from opar_sim.rundir import rows as checked_rows
@@ -149,7 +150,7 @@ def trace_data(path: Path) -> dict[str, Any]:
     traces: dict[str, dict[str, Any]] = {}
     # the analysis has checked the fields it computes with; the viewer only shows them
     # (a number that is not one shows as empty), so the rows are read unchecked
-    for row in read_jsonl(path / STEPS_FILE):
+    for row in iter_steps(path, checked=False):
         trace = traces.setdefault(_key(row), {k: [] for k, _, _ in _STEP_COLUMNS} | {"terms": {}})
         n = len(trace["st"])
         for short, name, kind in _STEP_COLUMNS:
@@ -299,7 +300,8 @@ def figure_svgs(
     names = [*analysis.controllers, *analysis.traces]  # the raster's panels are of these
     index = read_index(folder)
     # the files the figures are drawn from: figures older than any of them are stale
-    sources = [analysis.path / name for name in (SPEC_FILE, EPISODES_FILE, STEPS_FILE)]
+    files = (SPEC_FILE, EPISODES_FILE, STEPS_FILE, STEPS_PARQUET)
+    sources = [analysis.path / name for name in files]
     newest = max((f.stat().st_mtime for f in sources if f.is_file()), default=0.0)
 
     def reused(ix: dict[str, Any] | None) -> dict[str, str] | None:

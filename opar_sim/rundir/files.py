@@ -29,9 +29,11 @@ from opar_sim.rundir.manifest import (
     MANIFEST_FILE,
     FileCheck,
     ManifestError,
+    check_whole,
     fsync_dir,
     header_line,
     read_chunks,
+    read_whole,
     spec_bytes,
 )
 from opar_sim.rundir.rows import to_line
@@ -44,6 +46,7 @@ SUMMARY_FILE = "summary.json"
 CALLS_FILE = "calls.jsonl"
 LLM_SUMMARY_FILE = "llm.json"
 RUN_FILES = (SPEC_FILE, EPISODES_FILE, STEPS_FILE, SUMMARY_FILE, MANIFEST_FILE)
+STEPS_PARQUET = "steps.parquet"  # a batch run's steps as columns (``columnar``)
 UNFINISHED_FILE = "unfinished.json"  # in a run being written whole: the command writing it
 UNFINISHED_SUFFIX = ".unfinished"
 
@@ -434,6 +437,10 @@ def check_run_files(path: Path) -> None:
         return
     data = read_input(manifest)
     finished = (path / SUMMARY_FILE).is_file()
+    try:
+        check_whole(path, read_whole(data, manifest))  # a batch run's Parquet files' sizes
+    except ManifestError as exc:
+        raise RunDirError(str(exc)) from None
     for name in CHUNK_FILES:
         file = path / name
         if not (file.exists() or file.is_symlink()):
@@ -467,24 +474,6 @@ def _intact(check: FileCheck, f: IO[bytes]) -> bool:
     except ManifestError:
         return False
     return True
-
-
-def check_run_dir(path: Path) -> Path:
-    """``path`` if it holds a run (episodes.jsonl and steps.jsonl), else RunDirError.
-
-    Its chunk files are checked against its manifest too (``check_run_files``).
-    """
-    if not path.is_dir():
-        raise RunDirError(stopped_write(path) or f"run directory not found: {path}")
-    if (path / "sweep.json").is_file():
-        raise RunDirError(f"{path} is a sweep: give one of its point directories")
-    for name in (EPISODES_FILE, STEPS_FILE):
-        file = path / name
-        if not (file.exists() or file.is_symlink()):
-            raise RunDirError(f"{path} is not a run directory: {name} is missing")
-        open_input(file).close()  # a FIFO, a device, a file over the ceiling: refused here
-    check_run_files(path)
-    return path
 
 
 def read_spec(path: Path) -> ExperimentSpec | None:

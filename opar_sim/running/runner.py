@@ -20,10 +20,17 @@ from typing import Any
 from opar_sim.core.loop import run_episode
 from opar_sim.core.seeding import episode_seed
 from opar_sim.core.types import EpisodeResult
-from opar_sim.engines.batch import check_batch, episode_text, run_batch
+from opar_sim.engines.batch import (
+    check_batch,
+    episode_table,
+    episode_text,
+    run_batch,
+    step_recorder,
+)
 from opar_sim.measure.stats import Summary
 from opar_sim.rundir import (
     SPEC_FILE,
+    STEPS_PARQUET,
     SUMMARY_FILE,
     EpisodeTrace,
     Repair,
@@ -36,6 +43,7 @@ from opar_sim.rundir import (
     write_spec,
 )
 from opar_sim.rundir import write_summary as write_llm_summary
+from opar_sim.rundir.columnar import EPISODES_PARQUET
 from opar_sim.running.chunks import Chunk, ChunkResult, plan_chunks, run_chunk
 from opar_sim.running.executors import SerialExecutor
 from opar_sim.spec.build import build
@@ -165,16 +173,11 @@ def run_many(
         planned = plan_chunks(spec, skip=skip, parallelism=parallelism, traces=wanted)
         chunks += planned
         owner += [index] * len(planned)
-    writer = RunWriter(runs, on_run, starts)
+    writer = RunWriter(runs, on_run, starts, columnar=engine == "batch")
     if engine == "batch":
         try:
             for index, (spec, _) in enumerate(runs):
-                n = spec.episodes
-                for k in range(len(spec.controller_list())):
-                    batch = run_batch(spec, k, 0, n)
-                    writer.write(index, (k * n, (k + 1) * n), episode_text(spec, k, 0, batch), "")
-                    if on_progress is not None:
-                        on_progress(spec.episodes)
+                _run_batch(spec, index, writer, on_progress)
         finally:
             writer.close()
         return [finish_run(spec, out) for spec, out in runs]
@@ -199,6 +202,26 @@ def run_many(
         if keeper is not None:
             finished[-1].traces = keeper.traces(spec)
     return finished
+
+
+def _run_batch(
+    spec: ExperimentSpec,
+    index: int,
+    writer: RunWriter,
+    on_progress: Callable[[int], None] | None,
+) -> None:
+    """Run ``spec`` on the batch engine: episodes.jsonl per controller, then the Parquet files."""
+    n = spec.episodes
+    steps = step_recorder(spec)
+    tables: dict[str, list[Any]] = {STEPS_PARQUET: [], EPISODES_PARQUET: []}
+    for k in range(len(spec.controller_list())):
+        batch = run_batch(spec, k, 0, n, steps)
+        writer.write(index, (k * n, (k + 1) * n), episode_text(spec, k, 0, batch), "")
+        tables[STEPS_PARQUET].append(steps.step_table(spec, k))
+        tables[EPISODES_PARQUET].append(episode_table(spec, k, 0, batch))
+        if on_progress is not None:
+            on_progress(n)
+    writer.write_whole(index, tables)
 
 
 class _Kept:

@@ -1,17 +1,74 @@
-"""The batch engine's episodes as ``episodes.jsonl`` rows: ``EpisodeRow``s of the one schema.
+"""The batch engine's rows: episodes as ``episodes.jsonl`` lines and as columns, steps as columns.
 
-The rows are built column by column (one list per field, zipped), each an
-``EpisodeRow`` (``rundir.schema``), so a type checker holds the fields to the
-schema; they are the SimPy engine's rows (``rundir.episode_row``) field for field.
+``episode_text`` builds the ``EpisodeRow``s of the one schema (``rundir.schema``) column by
+column (one list per field, zipped), so a type checker holds the fields to the schema; they
+are the SimPy engine's rows (``rundir.episode_row``) field for field.  ``episode_table`` is
+the same rows as a pyarrow table (``episodes.parquet``).
+
+``StepRecorder`` is the engine's per-step hook (``_Engine(record=...)``): at the end of each
+step the engine hands it the step number, the rows that made the Reflect and its full-width
+state arrays; the recorder keeps those rows' values (one gather per column), and
+``step_table`` turns them into ``StepRow`` columns (``steps.parquet``) in the SimPy file's
+order, episode by episode, step by step.  What a batch step row leaves out (the observation
+and result texts, the law's terms and reason, the answer so far) is in docs/batch.md.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
 
 from opar_sim.core.seeding import episode_seed
 from opar_sim.core.types import Outcome
 from opar_sim.engines.batch.engine import BatchEpisodes
 from opar_sim.rundir import EpisodeRow, to_line
 from opar_sim.spec.schema import ExperimentSpec
+
+ActionLabel = Callable[[int, int, int], "tuple[str, str]"]
+"""(tool code, flight, payment) -> (the action's label, its tool), as the scalar task names them."""
+
+SIGNALS = ("continue", "replan", "terminate")  # ControlSignal values, by the laws' codes
+MISSING = "remaining goal"  # SimulatedAgent.evaluate: what is missing below δ_task 0.999
+# the columns the engine hands over that the recorder keeps (the others are derived)
+_KEPT = (
+    "episode",
+    "time",
+    "visible_progress",
+    "plan_id",
+    "plan_quality",
+    "effective_quality",
+    "tool",
+    "flight",
+    "pay",
+    "expert",
+    "valid",
+    "timeout",
+    "delivered",
+    "ok",
+    "productive",
+    "latency",
+    "delta_task",
+    "delta_act",
+    "delta_plan",
+    "confidence",
+    "signal",
+    "give_up",
+    "progress",
+    "feasible",
+    "plan_age",
+    "cursor",
+    "replans",
+    "tokens",
+    "context_tokens",
+)
+
+
+def _seed(spec: ExperimentSpec) -> int:
+    entropy = episode_seed(spec.seed, 0).entropy
+    return entropy if isinstance(entropy, int) else 0
 
 
 def episode_text(spec: ExperimentSpec, controller: int, start: int, result: BatchEpisodes) -> str:
@@ -27,8 +84,7 @@ def episode_text(spec: ExperimentSpec, controller: int, start: int, result: Batc
         One JSON line per episode.
     """
     name = spec.controller_list()[controller].name
-    entropy = episode_seed(spec.seed, 0).entropy
-    seed = entropy if isinstance(entropy, int) else 0
+    seed = _seed(spec)
     judged = result.judged()  # the kernel's judge, once for both columns
     success = (judged == Outcome.SUCCESS.value).tolist()
     tokens = result.tokens.tolist()
@@ -80,3 +136,216 @@ def episode_text(spec: ExperimentSpec, controller: int, start: int, result: Batc
         }
         lines.append(to_line(row))
     return "".join(lines)
+
+
+def _text(values: list[str], n: int) -> pa.DictionaryArray:
+    """A column of one text repeated ``n`` times (dictionary-encoded: one copy)."""
+    return pa.DictionaryArray.from_arrays(pa.array(np.zeros(n, np.int32)), pa.array(values))
+
+
+def _codes(codes: np.ndarray, vocabulary: list[str], null: np.ndarray | None = None) -> Any:
+    """A dictionary-encoded text column: ``vocabulary[codes]``, null where ``null``."""
+    indices = pa.array(codes.astype(np.int32), mask=null)
+    return pa.DictionaryArray.from_arrays(indices, pa.array(vocabulary, pa.string()))
+
+
+def episode_table(
+    spec: ExperimentSpec, controller: int, start: int, result: BatchEpisodes
+) -> pa.Table:
+    """The rows ``episode_text`` writes, as a pyarrow table (``episodes.parquet``).
+
+    Args:
+        spec: The spec they ran from.
+        controller: The controller's index in ``spec.controller_list()``.
+        start: The first episode's number.
+        result: What ``run_batch`` returned.
+
+    Returns:
+        One row per episode, the ``EpisodeRow`` fields in the schema's order.
+    """
+    n = len(result.steps)
+    judged = result.judged()
+    outcomes, outcome_codes = np.unique(judged.astype(str), return_inverse=True)
+    answers = result.answers()
+    vocabulary = list(dict.fromkeys(answers))
+    index = {a: k for k, a in enumerate(vocabulary)}
+    answer_codes = np.fromiter(map(index.__getitem__, answers), np.int32, n)
+    steps = result.steps.astype(np.int64)
+    columns: dict[str, Any] = {
+        "episode": pa.array(np.arange(start, start + n, dtype=np.int64)),
+        "seed": pa.array(np.full(n, _seed(spec), np.uint64)),
+        "task": _text([spec.task.name], n),
+        "agent": _text(["simulated"], n),
+        "controller": _text([spec.controller_list()[controller].name], n),
+        "outcome": _codes(outcome_codes, outcomes.tolist()),
+        "success": pa.array(judged == Outcome.SUCCESS.value),
+        "steps": pa.array(steps),
+        "answer": _codes(answer_codes, vocabulary),
+        "best_step": pa.array(result.best_step.astype(np.int64), mask=steps == 0),
+        "final_progress": pa.array(result.progress.astype(np.float64)),
+        "complete": pa.array(result.complete),
+        "feasible": pa.array(result.feasible),
+        "prompt_tokens": pa.array(result.prompt_tokens.astype(np.int64)),
+        "completion_tokens": pa.array(result.completion_tokens.astype(np.int64)),
+        "tokens": pa.array(result.tokens.astype(np.int64)),
+        "llm_calls": pa.array(result.llm_calls.astype(np.int64)),
+        "sim_seconds": pa.array(result.sim_seconds.astype(np.float64)),
+        "tool_calls": pa.array(result.tool_calls.astype(np.int64)),
+        "replans": pa.array(result.replans.astype(np.int64)),
+        "sub_tokens": pa.array(np.zeros(n, np.int64)),
+        "attempt": pa.array(np.ones(n, np.int64)),
+    }
+    return pa.table(columns)
+
+
+class StepRecorder:
+    """The engine's step hook: keeps the rows of each Reflect, turns them into step columns."""
+
+    def __init__(self, label: ActionLabel, plan_steps: int) -> None:
+        """Start empty.
+
+        Args:
+            label: The scalar task's label and tool of an action (tool code, flight, payment).
+            plan_steps: The task's plan length (``plan_exhausted``: the cursor reached it).
+        """
+        self.label = label
+        self.plan_steps = plan_steps
+        self.first = 0
+        self.pieces: dict[str, list[np.ndarray]] = {name: [] for name in (*_KEPT, "step")}
+
+    def chunk(self, first: int) -> Callable[[int, np.ndarray, dict[str, np.ndarray]], None]:
+        """The hook for one chunk of episodes, whose row ids count from episode ``first``."""
+        self.first = first
+        return self.record
+
+    def record(self, t: int, mask: np.ndarray, state: dict[str, np.ndarray]) -> None:
+        """Keep step ``t`` of the rows of ``mask`` (the engine's hook).
+
+        Args:
+            t: The step number (1-based).
+            mask: The rows that made this step's Reflect.
+            state: Full-width arrays, one per name of ``_KEPT``.
+        """
+        rows = np.flatnonzero(mask)
+        if not rows.size:
+            return
+        pieces = self.pieces
+        for name in _KEPT:
+            pieces[name].append(state[name].take(rows))
+        pieces["episode"][-1] += self.first
+        pieces["step"].append(np.full(rows.size, t, np.int32))
+
+    def step_table(self, spec: ExperimentSpec, controller: int) -> pa.Table:
+        """The kept steps as ``StepRow`` columns, episode by episode, step by step.
+
+        Args:
+            spec: The spec the steps ran from.
+            controller: The controller's index in ``spec.controller_list()``.
+
+        Returns:
+            One row per recorded step (the fields a batch step has, in the schema's order).
+        """
+        raw = {
+            name: np.concatenate(part) if part else np.zeros(0)
+            for name, part in self.pieces.items()
+        }
+        self.pieces = {name: [] for name in self.pieces}
+        episode = raw["episode"].astype(np.int64)
+        n = len(episode)
+        # the SimPy file's order: each episode's steps 1..k together (a counting sort: the
+        # steps were kept step by step, so an episode's k-th row is its step k)
+        if n:
+            counts = np.bincount(episode - episode.min())
+            starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
+            order = np.empty(n, np.int64)
+            order[starts[episode - episode.min()] + raw["step"] - 1] = np.arange(n)
+            raw = {name: values[order] for name, values in raw.items()}
+            episode = raw["episode"].astype(np.int64)
+        return pa.table(self._columns(spec, controller, raw, episode))
+
+    def _columns(
+        self,
+        spec: ExperimentSpec,
+        controller: int,
+        raw: dict[str, np.ndarray],
+        episode: np.ndarray,
+    ) -> dict[str, Any]:
+        n = len(episode)
+        valid = raw["valid"].astype(bool)
+        invalid = ~valid
+        timeout = valid & raw["timeout"].astype(bool)
+        ok = raw["ok"].astype(bool) & valid
+        delivered = raw["delivered"].astype(bool) & valid
+        # the tool's error kind (SimTask.execute; a delivered call the task refused: rejected)
+        error_code = np.select(
+            [invalid, timeout, ~delivered, ~ok], [0, 1, 2, 3], default=-1
+        ).astype(np.int32)
+        triples = np.stack([raw["tool"], raw["flight"], raw["pay"]]).astype(np.int64)
+        unique, action_codes = (
+            np.unique(triples, axis=1, return_inverse=True)
+            if n
+            else (np.zeros((3, 0), np.int64), np.zeros(0, np.int64))
+        )
+        labels = [self.label(int(a), int(b), int(c)) for a, b, c in unique.T.tolist()]
+        tool_names = list(dict.fromkeys(tool for _, tool in labels))
+        tool_of = np.array([tool_names.index(tool) for _, tool in labels], np.int32)
+        action_codes = action_codes.reshape(-1)
+        productive = raw["productive"].astype(bool)
+        critique_code = np.where(ok, np.where(productive, 0, 1), 2 + np.maximum(error_code, 0))
+        missing = raw["delta_task"] < 0.999
+        offsets = np.zeros(n + 1, np.int32)
+        np.cumsum(missing, out=offsets[1:])
+        missing_values = _codes(np.zeros(int(offsets[-1]), np.int32), [MISSING])
+        give_up = raw["give_up"].astype(bool)
+        signal = raw["signal"].astype(np.int32)
+        progress = raw["progress"].astype(np.float64)
+        latency = np.where(valid, raw["latency"], 0.0)
+        return {
+            "episode": pa.array(episode),
+            "agent": _text(["simulated"], n),
+            "controller": _text([spec.controller_list()[controller].name], n),
+            "step": pa.array(raw["step"].astype(np.int64)),
+            "time": pa.array(raw["time"].astype(np.float64)),
+            "visible_progress": pa.array(raw["visible_progress"].astype(np.float64)),
+            "plan_id": pa.array(raw["plan_id"].astype(np.int64)),
+            "plan_quality": pa.array(raw["plan_quality"].astype(np.float64)),
+            "effective_quality": pa.array(raw["effective_quality"].astype(np.float64)),
+            "action": _codes(action_codes, [label for label, _ in labels], invalid),
+            "tool": _codes(tool_of[action_codes] if n else action_codes, tool_names, invalid),
+            "expert": pa.array(raw["expert"].astype(bool) & valid),
+            "ok": pa.array(ok),
+            "latency": pa.array(latency.astype(np.float64)),
+            "tool_error": _codes(
+                np.maximum(error_code, 0),
+                ["invalid_format", "timeout", "failure", "rejected"],
+                error_code < 0,
+            ),
+            "delta_task": pa.array(raw["delta_task"].astype(np.float64)),
+            "delta_act": pa.array(raw["delta_act"].astype(np.float64)),
+            "delta_plan": pa.array(raw["delta_plan"].astype(np.float64)),
+            "confidence": pa.array(raw["confidence"].astype(np.float64)),
+            "missing": pa.ListArray.from_arrays(pa.array(offsets), missing_values),
+            "critique": _codes(
+                critique_code,
+                [
+                    "progress",
+                    "no progress",
+                    "failed: invalid_format",
+                    "failed: timeout",
+                    "failed: failure",
+                    "failed: rejected",
+                ],
+            ),
+            "signal": _codes(signal, list(SIGNALS)),
+            "give_up": pa.array(give_up),
+            "progress": pa.array(progress),
+            "complete": pa.array(progress >= 1.0),
+            "feasible": pa.array(raw["feasible"].astype(bool)),
+            "plan_age": pa.array(raw["plan_age"].astype(np.int64)),
+            "plan_exhausted": pa.array(raw["cursor"] >= self.plan_steps),
+            "replans": pa.array(raw["replans"].astype(np.int64)),
+            "tokens": pa.array(raw["tokens"].astype(np.int64)),
+            "context_tokens": pa.array(raw["context_tokens"].astype(np.int64)),
+            "error": _codes(np.zeros(n, np.int32), ["invalid_format"], valid),
+            "attempt": pa.array(np.ones(n, np.int64)),
+        }

@@ -1,0 +1,198 @@
+"""A batch run's rows in Apache Parquet: ``steps.parquet`` and ``episodes.parquet``.
+
+A large batch-engine run writes its steps as columns (docs/design.md §6: the same
+field names as ``steps.jsonl``), which pandas, polars and DuckDB read directly;
+its episodes are in ``episodes.jsonl`` (the contract) and, as columns, in
+``episodes.parquet``.  Each file is written whole, once the run's engine is done
+(``write_table``), through ``files.write_bytes``, and the manifest records its size and
+SHA-256 (``manifest.whole_line``); ``read_table`` checks both before a byte is parsed,
+so a damaged, cut or appended file is named, never read.
+
+Readers never open these files themselves: ``readers``, ``columns`` and ``traces``
+choose between the JSONL and the Parquet form of a run (``has_parquet``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from opar_sim.rundir.files import STEPS_PARQUET, RunDirError, read_input, write_bytes
+from opar_sim.rundir.manifest import MANIFEST_FILE, ManifestError, read_whole, sha256
+from opar_sim.rundir.schema import value_range
+
+EPISODES_PARQUET = "episodes.parquet"
+PARQUET_FILES = (STEPS_PARQUET, EPISODES_PARQUET)
+_COMPRESSION = "lz4"  # fast both ways; the floats (most of a step) hardly compress anyway
+
+
+def has_parquet(path: Path, name: str) -> bool:
+    """Whether the run in ``path`` holds ``name`` (a Parquet file of ``PARQUET_FILES``)."""
+    file = path / name
+    return file.exists() or file.is_symlink()
+
+
+def encode(tables: Sequence[pa.Table]) -> bytes:
+    """The Parquet bytes of ``tables`` (one row group each, one schema), in memory.
+
+    Args:
+        tables: Tables of one schema (one per controller of a run).
+
+    Returns:
+        The file's bytes.
+    """
+    sink = pa.BufferOutputStream()
+    schema = tables[0].schema
+    with pq.ParquetWriter(
+        sink, schema, compression=_COMPRESSION, write_statistics=False, store_schema=True
+    ) as writer:
+        for table in tables:
+            writer.write_table(table.cast(schema), row_group_size=max(1, table.num_rows))
+    return bytes(sink.getvalue())
+
+
+def write_table(out: Path, name: str, tables: Sequence[pa.Table]) -> tuple[int, str]:
+    """Write ``tables`` as the Parquet file ``name`` of the run in ``out``.
+
+    Args:
+        out: The run directory.
+        name: One of ``PARQUET_FILES``.
+        tables: Its rows, a table per controller.
+
+    Returns:
+        The file's size and SHA-256 (the manifest's record of it).
+    """
+    data = encode(tables)
+    write_bytes(out / name, data, inside=out)
+    return len(data), sha256(data)
+
+
+def read_table(path: Path, name: str, columns: Sequence[str] | None = None) -> pa.Table:
+    """The Parquet file ``name`` of the run in ``path``, checked against its manifest.
+
+    Args:
+        path: The run directory.
+        name: One of ``PARQUET_FILES``.
+        columns: The columns to read (None: every one).
+
+    Returns:
+        The table (dictionary-encoded texts stay encoded).
+
+    Raises:
+        RunDirError: naming the file: missing from the manifest, a size or checksum that
+            differs from what it records, or not a Parquet file.
+    """
+    file = path / name
+    data = read_input(file)
+    manifest = path / MANIFEST_FILE
+    if manifest.exists() or manifest.is_symlink():
+        try:
+            recorded = read_whole(read_input(manifest), manifest).get(name)
+        except ManifestError as exc:
+            raise RunDirError(str(exc)) from None
+        if recorded is None:
+            raise RunDirError(f"{file}: its manifest does not record it: not written by this run")
+        size, digest = recorded
+        if len(data) != size:
+            what = "cut after the run was written" if len(data) < size else "appended to"
+            raise RunDirError(f"{file}: {len(data):,} bytes, its manifest records {size:,}: {what}")
+        if sha256(data) != digest:
+            raise RunDirError(f"{file}: does not match its manifest: edited after the run")
+    try:
+        return pq.read_table(pa.BufferReader(data), columns=list(columns) if columns else None)
+    except (pa.ArrowException, OSError, ValueError, KeyError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise RunDirError(f"{file}: not a readable Parquet file ({first[:160]})") from None
+
+
+def iter_table_rows(table: pa.Table, batch: int = 65_536) -> Iterator[dict[str, Any]]:
+    """The rows of ``table`` as the dicts a JSON line parses to (nulls kept, order kept).
+
+    Args:
+        table: A table ``read_table`` returned.
+        batch: Rows converted at a time (the memory of one batch of dicts).
+
+    Returns:
+        An iterator over the rows, in file order.
+    """
+    for piece in table.to_batches(max_chunksize=batch):
+        yield from piece.to_pylist()
+
+
+def _dictionary(table: pa.Table, name: str) -> tuple[list[Any], np.ndarray]:
+    """A text column as (its vocabulary, with None first; codes into it, 0 for null)."""
+    column = table.column(name).combine_chunks()
+    if not pa.types.is_dictionary(column.type):
+        column = pc.dictionary_encode(column)
+    codes = column.indices.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64) + 1
+    return [None, *column.dictionary.to_pylist()], codes
+
+
+_NUMBERS = {"episode": int, "step": int, "time": float, "progress": float, "delta_task": float}
+
+
+def step_arrays(path: Path) -> dict[str, Any]:
+    """What the analysis and the figures read of ``steps.parquet``, as numpy arrays.
+
+    Args:
+        path: The run directory.
+
+    Returns:
+        The fields of ``columns.StepColumns`` but its path: per episode (a block)
+        ``controller`` (codes into ``controllers``), ``agent``, ``episode``, ``trial``,
+        ``attempt`` and ``offsets``; per row ``step``, ``time``, ``progress``,
+        ``estimate`` (NaN where null) and the codes ``signal`` and ``action`` (into
+        ``signals`` and ``actions``, whose code 0 is None).
+
+    Raises:
+        RunDirError: naming the file: a null or an out-of-range number where the
+            readers compute with one (or what ``read_table`` finds).
+    """
+    file = path / STEPS_PARQUET
+    texts = ("controller", "agent", "signal", "action")
+    table = read_table(path, STEPS_PARQUET, (*_NUMBERS, *texts)).unify_dictionaries()
+    cols: dict[str, Any] = {}
+    for name, kind in _NUMBERS.items():
+        column = table.column(name)
+        if name != "delta_task" and column.null_count:
+            raise RunDirError(f"{file}: field {name!r}: null where a number must be")
+        values = column.to_numpy().astype(kind)
+        finite = values[~np.isnan(values)] if name == "delta_task" else values
+        lo, hi = value_range(name, "int" if kind is int else "num")
+        if len(finite) and not (lo <= finite.min() and finite.max() <= hi):  # NaN: refused
+            raise RunDirError(f"{file}: field {name!r}: a value out of range ({lo} to {hi})")
+        cols[name] = values
+    for name in texts:
+        vocabulary, codes = _dictionary(table, name)
+        cols[f"{name}s"], cols[name] = vocabulary, codes
+    if cols["controller"].size and cols["controller"].min() == 0:
+        raise RunDirError(f"{file}: field 'controller': null where a name must be")
+    controller = cols["controller"] - 1  # controllers have no None
+    episode, n = cols["episode"], len(cols["step"])
+    change = np.ones(n, bool)
+    change[1:] = (np.diff(controller) != 0) | (np.diff(episode) != 0)
+    starts = np.flatnonzero(change)
+    return {  # ``columns.StepColumns``' fields (one block per episode: no sub-agents)
+        "controllers": [str(c) for c in cols["controllers"][1:]],
+        "controller": controller[starts],
+        "agent": [str(cols["agents"][c]) for c in cols["agent"][starts].tolist()],
+        "episode": episode[starts],
+        "trial": np.ones(len(starts), np.int64),
+        "attempt": np.ones(len(starts), np.int64),
+        "offsets": np.append(starts, n).astype(np.int64),
+        "step": cols["step"],
+        "time": cols["time"],
+        "progress": cols["progress"],
+        "estimate": cols["delta_task"],
+        "signals": cols["signals"],
+        "signal": cols["signal"],
+        "actions": cols["actions"],
+        "action": cols["action"],
+        "line": np.full(n, -1, np.int64),  # no line to read terms from (none are recorded)
+    }
