@@ -125,6 +125,27 @@ def iter_table_rows(table: pa.Table, batch: int = 65_536) -> Iterator[dict[str, 
         yield from piece.to_pylist()
 
 
+def first_episodes(table: pa.Table, limit: int) -> pa.Table:
+    """The rows of ``table`` of each controller's first ``limit`` episodes, in file order.
+
+    Args:
+        table: Step rows (with ``controller`` and ``episode``).
+        limit: Episodes kept per controller, by their first appearance.
+
+    Returns:
+        The rows kept.
+    """
+    _, controller = _dictionary(table.unify_dictionaries(), "controller")
+    episode = table.column("episode").to_numpy()
+    keep = np.zeros(len(episode), bool)
+    for code in np.unique(controller).tolist():
+        rows = np.flatnonzero(controller == code)
+        _, first = np.unique(episode[rows], return_index=True)
+        chosen = episode[rows][np.sort(first)[:limit]]
+        keep[rows[np.isin(episode[rows], chosen)]] = True
+    return table.filter(pa.array(keep))
+
+
 def _dictionary(table: pa.Table, name: str) -> tuple[list[Any], np.ndarray]:
     """A text column as (its vocabulary, with None first; codes into it, 0 for null)."""
     column = table.column(name).combine_chunks()

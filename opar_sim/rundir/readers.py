@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from opar_sim.rundir.columnar import has_parquet, iter_table_rows, read_table
+from opar_sim.rundir.columnar import first_episodes, has_parquet, iter_table_rows, read_table
 from opar_sim.rundir.files import (
     EPISODES_FILE,
     STEPS_FILE,
@@ -74,16 +74,22 @@ def iter_episodes(path: Path) -> Iterator[dict[str, Any]]:
     yield from rows(path / EPISODES_FILE)
 
 
-def iter_steps(path: Path, *, checked: bool = True) -> Iterator[dict[str, Any]]:
+def iter_steps(
+    path: Path, *, checked: bool = True, first: int | None = None
+) -> Iterator[dict[str, Any]]:
     """The rows of steps.jsonl, in file order (a batch run's: of steps.parquet, as dicts).
 
     Args:
         path: The run directory.
         checked: Check the fields readers rely on (``rows``); without, only that each
             line is an object (a viewer that shows what it finds).
+        first: A hint: only the steps of each controller's first ``first`` episodes are
+            wanted.  A Parquet file is cut to them before its rows become dicts; the
+            lines of steps.jsonl all come (the caller keeps what it wants).
     """
     if has_parquet(path, STEPS_PARQUET):
-        yield from iter_table_rows(read_table(path, STEPS_PARQUET))
+        table = read_table(path, STEPS_PARQUET)
+        yield from iter_table_rows(table if first is None else first_episodes(table, first))
         return
     yield from rows(path / STEPS_FILE) if checked else read_jsonl(path / STEPS_FILE)
 
