@@ -14,22 +14,23 @@ choose between the JSONL and the Parquet form of a run (``has_parquet``).
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from opar_sim.rundir.files import STEPS_PARQUET, RunDirError, read_input, write_bytes
+from opar_sim.rundir.files import STEPS_PARQUET, RunDirError, read_input, write_stream
 from opar_sim.rundir.manifest import MANIFEST_FILE, ManifestError, read_whole, sha256
 from opar_sim.rundir.schema import value_range
 
 EPISODES_PARQUET = "episodes.parquet"
 PARQUET_FILES = (STEPS_PARQUET, EPISODES_PARQUET)
-_COMPRESSION = "lz4"  # fast both ways; the floats (most of a step) hardly compress anyway
+_COMPRESSION = "snappy"  # the cheapest to write here; the floats hardly compress anyway
 
 
 def has_parquet(path: Path, name: str) -> bool:
@@ -38,27 +39,53 @@ def has_parquet(path: Path, name: str) -> bool:
     return file.exists() or file.is_symlink()
 
 
-def encode(tables: Sequence[pa.Table]) -> bytes:
-    """The Parquet bytes of ``tables`` (one row group each, one schema), in memory.
+class _Hashed:
+    """A binary file that hashes what is written to it (SHA-256), for the manifest."""
+
+    def __init__(self, f: IO[bytes]) -> None:
+        self.f, self.hasher, self.size = f, hashlib.sha256(), 0
+
+    def write(self, data: Any) -> int:
+        view = memoryview(data)
+        self.hasher.update(view)
+        self.size += view.nbytes
+        return self.f.write(view)
+
+    def flush(self) -> None:
+        self.f.flush()
+
+    @property
+    def closed(self) -> bool:
+        return self.f.closed
+
+
+def encode(tables: Sequence[pa.Table], sink: Any) -> None:
+    """Write ``tables`` (one row group each, one schema) as Parquet to ``sink``.
 
     Args:
         tables: Tables of one schema (one per controller of a run).
-
-    Returns:
-        The file's bytes.
+        sink: A binary file (or a pyarrow output stream).
     """
-    sink = pa.BufferOutputStream()
     schema = tables[0].schema
+    # dictionary pages only for the texts (already dictionary-encoded): tried on a column of
+    # numbers, a dictionary costs its hashing and is then given up
+    texts = [f.name for f in schema if pa.types.is_dictionary(f.type) or pa.types.is_list(f.type)]
     with pq.ParquetWriter(
-        sink, schema, compression=_COMPRESSION, write_statistics=False, store_schema=True
+        sink,
+        schema,
+        compression=_COMPRESSION,
+        use_dictionary=texts,
+        write_statistics=False,
+        store_schema=True,
     ) as writer:
         for table in tables:
             writer.write_table(table.cast(schema), row_group_size=max(1, table.num_rows))
-    return bytes(sink.getvalue())
 
 
 def write_table(out: Path, name: str, tables: Sequence[pa.Table]) -> tuple[int, str]:
     """Write ``tables`` as the Parquet file ``name`` of the run in ``out``.
+
+    Written straight to the file (``files.write_stream``), hashed as it goes.
 
     Args:
         out: The run directory.
@@ -68,9 +95,14 @@ def write_table(out: Path, name: str, tables: Sequence[pa.Table]) -> tuple[int, 
     Returns:
         The file's size and SHA-256 (the manifest's record of it).
     """
-    data = encode(tables)
-    write_bytes(out / name, data, inside=out)
-    return len(data), sha256(data)
+    found: list[_Hashed] = []
+
+    def write(f: IO[bytes]) -> None:
+        found.append(_Hashed(f))
+        encode(tables, found[0])
+
+    write_stream(out / name, write, inside=out)
+    return found[0].size, found[0].hasher.hexdigest()
 
 
 def read_table(path: Path, name: str, columns: Sequence[str] | None = None) -> pa.Table:
@@ -121,8 +153,32 @@ def iter_table_rows(table: pa.Table, batch: int = 65_536) -> Iterator[dict[str, 
     Returns:
         An iterator over the rows, in file order.
     """
+    names = table.column_names
     for piece in table.to_batches(max_chunksize=batch):
-        yield from piece.to_pylist()
+        columns = [python_list(column) for column in piece.columns]  # column by column
+        yield from (dict(zip(names, values, strict=True)) for values in zip(*columns, strict=True))
+
+
+def python_list(column: Any) -> list[Any]:
+    """An arrow column's values as Python objects, as ``to_pylist`` gives them, faster.
+
+    Numbers and booleans without nulls go through numpy; texts through their dictionary
+    (each text made once); anything else through ``to_pylist``.
+    """
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks()
+    kind = column.type
+    if pa.types.is_dictionary(kind):
+        words = [*column.dictionary.to_pylist(), None]  # a null's index, -1, names None
+        indices = column.indices.fill_null(-1).to_numpy(zero_copy_only=False)
+        return [words[i] for i in indices.tolist()]
+    if column.null_count == 0 and (
+        pa.types.is_integer(kind) or pa.types.is_floating(kind) or pa.types.is_boolean(kind)
+    ):
+        values: list[Any] = column.to_numpy(zero_copy_only=False).tolist()
+        return values
+    found: list[Any] = column.to_pylist()
+    return found
 
 
 def first_episodes(table: pa.Table, limit: int) -> pa.Table:
@@ -159,10 +215,22 @@ _NUMBERS = {"episode": int, "step": int, "time": float, "progress": float, "delt
 
 
 def step_arrays(path: Path) -> dict[str, Any]:
+    """``table_step_arrays`` of the run's ``steps.parquet`` (checked against its manifest).
+
+    Raises:
+        RunDirError: naming the file (what ``read_table`` or ``table_step_arrays`` finds).
+    """
+    texts = ("controller", "agent", "signal", "action")
+    table = read_table(path, STEPS_PARQUET, (*_NUMBERS, *texts))
+    return table_step_arrays(table, path / STEPS_PARQUET)
+
+
+def table_step_arrays(table: pa.Table, file: Path) -> dict[str, Any]:
     """What the analysis and the figures read of ``steps.parquet``, as numpy arrays.
 
     Args:
-        path: The run directory.
+        table: Step rows (a batch run's, in its file's order).
+        file: Where they are from, for messages.
 
     Returns:
         The fields of ``columns.StepColumns`` but its path: per episode (a block)
@@ -175,9 +243,8 @@ def step_arrays(path: Path) -> dict[str, Any]:
         RunDirError: naming the file: a null or an out-of-range number where the
             readers compute with one (or what ``read_table`` finds).
     """
-    file = path / STEPS_PARQUET
     texts = ("controller", "agent", "signal", "action")
-    table = read_table(path, STEPS_PARQUET, (*_NUMBERS, *texts)).unify_dictionaries()
+    table = table.select([*_NUMBERS, *texts]).unify_dictionaries()
     cols: dict[str, Any] = {}
     for name, kind in _NUMBERS.items():
         column = table.column(name)
@@ -217,3 +284,17 @@ def step_arrays(path: Path) -> dict[str, Any]:
         "action": cols["action"],
         "line": np.full(n, -1, np.int64),  # no line to read terms from (none are recorded)
     }
+
+
+def episode_columns(path: Path, fields: Sequence[str]) -> dict[str, list[Any]]:
+    """Columns of a batch run's ``episodes.parquet``, as lists (what a summary adds up).
+
+    Args:
+        path: The run directory.
+        fields: The columns wanted (those the file lacks are left out).
+
+    Returns:
+        Field -> its values in file order.
+    """
+    table = read_table(path, EPISODES_PARQUET)
+    return {name: table.column(name).to_pylist() for name in fields if name in table.column_names}

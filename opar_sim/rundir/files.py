@@ -18,7 +18,7 @@ import re
 import secrets
 import stat
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
@@ -296,13 +296,26 @@ def write_bytes(path: Path, data: bytes, *, inside: Path | None = None) -> None:
     """Replace ``path`` with ``data`` atomically: a temporary file, fsynced, then renamed.
 
     A full disk or a kill leaves the old file (or none), never a torn one.  Every file the
-    toolkit writes goes through here: the destination is checked (``check_destination``)
-    and the temporary file is created fresh (``O_EXCL``, a random name), so a link planted
-    in a shared run directory is refused, never followed.
+    toolkit writes goes through here (or ``write_stream``): the destination is checked
+    (``check_destination``) and the temporary file is created fresh (``O_EXCL``, a random
+    name), so a link planted in a shared run directory is refused, never followed.
 
     Args:
         path: The file.
         data: Its new content.
+        inside: The directory the file must stay in (see ``check_destination``).
+    """
+    write_stream(path, lambda f: f.write(data), inside=inside)
+
+
+def write_stream(
+    path: Path, write: Callable[[IO[bytes]], object], *, inside: Path | None = None
+) -> None:
+    """Replace ``path`` with what ``write`` writes to it, as ``write_bytes`` replaces it.
+
+    Args:
+        path: The file.
+        write: Called once with the temporary file, open for binary writing.
         inside: The directory the file must stay in (see ``check_destination``).
     """
     check_destination(path, inside)
@@ -313,7 +326,7 @@ def write_bytes(path: Path, data: bytes, *, inside: Path | None = None) -> None:
         raise _named(exc, path) from None
     try:
         with os.fdopen(fd, "wb") as f:
-            f.write(data)
+            write(f)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)

@@ -13,7 +13,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from opar_sim.rundir.columnar import first_episodes, has_parquet, iter_table_rows, read_table
+from opar_sim.rundir.columnar import (
+    EPISODES_PARQUET,
+    first_episodes,
+    has_parquet,
+    iter_table_rows,
+    read_table,
+)
 from opar_sim.rundir.files import (
     EPISODES_FILE,
     STEPS_FILE,
@@ -70,7 +76,14 @@ def rows(file: Path) -> Iterator[dict[str, Any]]:
 
 
 def iter_episodes(path: Path) -> Iterator[dict[str, Any]]:
-    """The rows of episodes.jsonl, in file order."""
+    """The rows of episodes.jsonl, in file order (a batch run's: of episodes.parquet).
+
+    A batch run writes its episodes in both forms from the same arrays; the columns are
+    read (typed, checked whole against the manifest), not the lines.
+    """
+    if has_parquet(path, EPISODES_PARQUET):
+        yield from iter_table_rows(read_table(path, EPISODES_PARQUET))
+        return
     yield from rows(path / EPISODES_FILE)
 
 

@@ -186,7 +186,11 @@ def iter_traces(path: Path, *, sub_agents: bool = False) -> Iterator[EpisodeTrac
 
 def _parquet_traces(path: Path) -> Iterator[EpisodeTrace]:
     """Each episode's trajectory from a batch run's ``steps.parquet`` (no terms recorded)."""
-    cols = step_arrays(path)
+    yield from array_traces(step_arrays(path))
+
+
+def array_traces(cols: dict[str, Any]) -> Iterator[EpisodeTrace]:
+    """Each block of ``columnar.table_step_arrays`` as the trajectory ``iter_traces`` yields."""
     signals, actions, offsets = cols["signals"], cols["actions"], cols["offsets"].tolist()
     for block, (start, stop) in enumerate(itertools.pairwise(offsets)):
         yield EpisodeTrace(

@@ -14,16 +14,19 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from opar_sim.measure.stats import Summary
 from opar_sim.rundir import (
     EPISODES_FILE,
     MANIFEST_FILE,
     STEPS_FILE,
     STEPS_PARQUET,
+    SUMMARY_FILE,
     RunDirError,
     check_run_dir,
     iter_episodes,
     iter_steps,
     iter_traces,
+    read_jsonl,
 )
 from opar_sim.rundir.columnar import EPISODES_PARQUET, read_table
 from opar_sim.rundir.columns import forget_step_columns, read_episode_rows, read_step_columns
@@ -151,3 +154,26 @@ def test_a_parquet_file_the_manifest_does_not_record_is_refused(batch_run, tmp_p
     manifest.write_bytes(b"".join(lines[:-1]))  # the "whole" line removed
     with pytest.raises(RunDirError, match="does not record it"):
         read_table(run, STEPS_PARQUET)
+
+
+def test_a_batch_runs_summary_adds_up_its_episode_lines(batch_run):
+    summary = Summary()
+    for row in read_jsonl(batch_run / EPISODES_FILE):
+        summary.add_row(row)
+    assert json.loads((batch_run / SUMMARY_FILE).read_text()) == json.loads(
+        json.dumps(summary.as_dict())
+    )
+
+
+def test_the_run_keeps_the_figures_trajectories_as_the_files_give_them(tmp_path):
+    compare = [ControllerSpec(name="pid"), ControllerSpec(name="threshold")]
+    spec = load_spec(SPEC).model_copy(update={"episodes": 50, "seed": 4, "compare": compare})
+    result = run_experiment(spec, tmp_path / "run", engine="batch", keep_traces=20)
+    assert result.traces is not None and set(result.traces) == {"pid", "threshold"}
+    read = list(iter_traces(result.out))
+    for name, kept in result.traces.items():
+        assert len(kept) == 20
+        files = [t for t in read if t.controller == name][:20]
+        for a, b in zip(kept, files, strict=True):
+            assert (a.episode, a.signals, a.actions) == (b.episode, b.signals, b.actions)
+            assert np.array_equal(a.time, b.time) and np.array_equal(a.estimate, b.estimate)
