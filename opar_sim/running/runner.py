@@ -22,8 +22,7 @@ from opar_sim.core.seeding import episode_seed
 from opar_sim.core.types import EpisodeResult
 from opar_sim.engines.batch import (
     check_batch,
-    episode_table,
-    episode_text,
+    episode_rows,
     run_batch,
     step_recorder,
 )
@@ -238,10 +237,11 @@ def _run_batch(
     traces: dict[str, list[EpisodeTrace]] = {}
     for k, law in enumerate(spec.controller_list()):
         batch = run_batch(spec, k, 0, n, steps)
-        writer.write(index, (k * n, (k + 1) * n), episode_text(spec, k, 0, batch), "")
+        lines, episodes = episode_rows(spec, k, 0, batch)
+        writer.write(index, (k * n, (k + 1) * n), lines, "")
         table = steps.step_table(spec, k)
         tables[STEPS_PARQUET].append(table)
-        tables[EPISODES_PARQUET].append(episode_table(spec, k, 0, batch))
+        tables[EPISODES_PARQUET].append(episodes)
         if keep:  # the rows are in episode order: the first ``keep`` episodes' come first
             head = table.slice(0, int(batch.steps[:keep].sum()))
             traces[law.name] = list(array_traces(table_step_arrays(head, Path(STEPS_PARQUET))))

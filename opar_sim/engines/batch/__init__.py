@@ -39,7 +39,7 @@ from environments.flight_booking import FlightBooking
 from environments.flight_booking_batch import BOOK, PAY_POINTS, FlightBookingBatch
 from opar_sim.agents.simulated import SimulatedAgent
 from opar_sim.engines.batch.engine import BatchEpisodes, _Engine
-from opar_sim.engines.batch.rows import StepRecorder, episode_table, episode_text
+from opar_sim.engines.batch.rows import StepRecorder, episode_rows, episode_table, episode_text
 from opar_sim.spec.build import build
 from opar_sim.spec.schema import ExperimentSpec, SpecError
 
@@ -48,6 +48,7 @@ __all__ = [
     "BatchEpisodes",
     "StepRecorder",
     "check_batch",
+    "episode_rows",
     "episode_table",
     "episode_text",
     "run_batch",

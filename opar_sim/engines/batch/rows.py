@@ -71,8 +71,10 @@ def _seed(spec: ExperimentSpec) -> int:
     return entropy if isinstance(entropy, int) else 0
 
 
-def episode_text(spec: ExperimentSpec, controller: int, start: int, result: BatchEpisodes) -> str:
-    """The episodes.jsonl lines of a batch of episodes, in the SimPy engine's row format.
+def episode_rows(
+    spec: ExperimentSpec, controller: int, start: int, result: BatchEpisodes
+) -> tuple[str, pa.Table]:
+    """``episode_text`` and ``episode_table`` at once (the outcomes and answers made once).
 
     Args:
         spec: The spec they ran from.
@@ -81,18 +83,45 @@ def episode_text(spec: ExperimentSpec, controller: int, start: int, result: Batc
         result: What ``run_batch`` returned.
 
     Returns:
+        The episodes.jsonl lines and the episodes.parquet rows.
+    """
+    judged, answers = result.judged(), result.answers()
+    return (
+        episode_text(spec, controller, start, result, (judged, answers)),
+        episode_table(spec, controller, start, result, (judged, answers)),
+    )
+
+
+def episode_text(
+    spec: ExperimentSpec,
+    controller: int,
+    start: int,
+    result: BatchEpisodes,
+    made: tuple[np.ndarray, list[str]] | None = None,
+) -> str:
+    """The episodes.jsonl lines of a batch of episodes, in the SimPy engine's row format.
+
+    Args:
+        spec: The spec they ran from.
+        controller: The controller's index in ``spec.controller_list()``.
+        start: The first episode's number.
+        result: What ``run_batch`` returned.
+        made: Its outcomes and answers, if already made (``episode_rows``).
+
+    Returns:
         One JSON line per episode.
     """
     name = spec.controller_list()[controller].name
     seed = _seed(spec)
-    judged = result.judged()  # the kernel's judge, once for both columns
+    # the kernel's judge, once for both columns
+    judged, answers = made if made is not None else (result.judged(), result.answers())
     success = (judged == Outcome.SUCCESS.value).tolist()
     tokens = result.tokens.tolist()
     columns = zip(
         judged.tolist(),
         success,
         result.steps.tolist(),
-        result.answers(),
+        answers,
         result.best_step.tolist(),
         result.progress.tolist(),
         result.complete.tolist(),
@@ -164,7 +193,11 @@ def _codes(codes: np.ndarray, vocabulary: list[str], null: np.ndarray | None = N
 
 
 def episode_table(
-    spec: ExperimentSpec, controller: int, start: int, result: BatchEpisodes
+    spec: ExperimentSpec,
+    controller: int,
+    start: int,
+    result: BatchEpisodes,
+    made: tuple[np.ndarray, list[str]] | None = None,
 ) -> pa.Table:
     """The rows ``episode_text`` writes, as a pyarrow table (``episodes.parquet``).
 
@@ -173,14 +206,14 @@ def episode_table(
         controller: The controller's index in ``spec.controller_list()``.
         start: The first episode's number.
         result: What ``run_batch`` returned.
+        made: Its outcomes and answers, if already made (``episode_rows``).
 
     Returns:
         One row per episode, the ``EpisodeRow`` fields in the schema's order.
     """
     n = len(result.steps)
-    judged = result.judged()
+    judged, answers = made if made is not None else (result.judged(), result.answers())
     outcomes, outcome_codes = np.unique(judged.astype(str), return_inverse=True)
-    answers = result.answers()
     vocabulary = list(dict.fromkeys(answers))
     index = {a: k for k, a in enumerate(vocabulary)}
     answer_codes = np.fromiter(map(index.__getitem__, answers), np.int32, n)
