@@ -329,7 +329,6 @@ class _Engine:
                     "episode": s.ids,
                     "time": s.now,
                     "visible_progress": visible,
-                    "plan_id": s.replans + 1,
                     "plan_quality": s.quality,
                     "effective_quality": self._effective_quality(),
                     "tool": tool,

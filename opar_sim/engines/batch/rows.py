@@ -32,38 +32,30 @@ ActionLabel = Callable[[int, int, int], "tuple[str, str]"]
 
 SIGNALS = ("continue", "replan", "terminate")  # ControlSignal values, by the laws' codes
 MISSING = "remaining goal"  # SimulatedAgent.evaluate: what is missing below δ_task 0.999
-# the columns the engine hands over that the recorder keeps (the others are derived)
+# the engine's arrays the recorder keeps as they are (the others are packed: ``_FLAGS``, the
+# action's key; or derived when the table is made)
 _KEPT = (
     "episode",
     "time",
     "visible_progress",
-    "plan_id",
     "plan_quality",
     "effective_quality",
-    "tool",
-    "flight",
-    "pay",
-    "expert",
-    "valid",
-    "timeout",
-    "delivered",
-    "ok",
-    "productive",
     "latency",
     "delta_task",
     "delta_act",
     "delta_plan",
     "confidence",
     "signal",
-    "give_up",
     "progress",
-    "feasible",
     "plan_age",
     "cursor",
     "replans",
     "tokens",
     "context_tokens",
 )
+# the engine's masks, kept as the bits of one byte per row (one gather instead of eight)
+_FLAGS = ("valid", "timeout", "delivered", "ok", "productive", "expert", "give_up", "feasible")
+_FLIGHTS = 1 << 12  # the action's key: (tool × _FLIGHTS + flight + 1) × 2 + payment
 
 
 def _seed(spec: ExperimentSpec) -> int:
@@ -258,7 +250,9 @@ class StepRecorder:
         self.label = label
         self.plan_steps = plan_steps
         self.first = 0
-        self.pieces: dict[str, list[np.ndarray]] = {name: [] for name in (*_KEPT, "step")}
+        self.pieces: dict[str, list[np.ndarray]] = {
+            name: [] for name in (*_KEPT, "flags", "key", "step")
+        }
 
     def chunk(self, first: int) -> Callable[[int, np.ndarray, dict[str, np.ndarray]], None]:
         """The hook for one chunk of episodes, whose row ids count from episode ``first``."""
@@ -271,7 +265,8 @@ class StepRecorder:
         Args:
             t: The step number (1-based).
             mask: The rows that made this step's Reflect.
-            state: Full-width arrays, one per name of ``_KEPT``.
+            state: Full-width arrays, one per name of ``_KEPT`` and ``_FLAGS``, and the
+                action: ``tool`` (code), ``flight`` (-1: none) and ``pay`` (code).
         """
         rows = np.flatnonzero(mask)
         if not rows.size:
@@ -279,6 +274,12 @@ class StepRecorder:
         pieces = self.pieces
         for name in _KEPT:
             pieces[name].append(state[name].take(rows))
+        flags = np.zeros(len(mask), np.uint8)
+        for bit, name in enumerate(_FLAGS):
+            flags |= np.asarray(state[name], np.uint8) << bit
+        pieces["flags"].append(flags.take(rows))
+        key = np.asarray(state["tool"], np.int32) * _FLIGHTS + state["flight"] + 1
+        pieces["key"].append((key * 2 + state["pay"]).take(rows))
         pieces["episode"][-1] += self.first
         pieces["step"].append(np.full(rows.size, t, np.int32))
 
@@ -322,18 +323,18 @@ class StepRecorder:
         episode: np.ndarray,
     ) -> dict[str, Any]:
         n = len(episode)
-        valid = np.asarray(raw["valid"], bool)
+        bits = {name: (raw["flags"] & (1 << k)) != 0 for k, name in enumerate(_FLAGS)}
+        valid = bits["valid"]
         invalid = ~valid
-        timeout = valid & np.asarray(raw["timeout"], bool)
-        ok = np.asarray(raw["ok"], bool) & valid
-        delivered = np.asarray(raw["delivered"], bool) & valid
+        timeout = valid & bits["timeout"]
+        ok = bits["ok"] & valid
+        delivered = bits["delivered"] & valid
         # the tool's error kind (SimTask.execute; a delivered call the task refused: rejected)
         error_code = np.select(
             [invalid, timeout, ~delivered, ~ok], [0, 1, 2, 3], default=-1
         ).astype(np.int32)
         # each distinct (tool, flight, payment) once: a small key space, mapped without a sort
-        flights = int(raw["flight"].max(initial=-1)) + 2
-        key = (raw["tool"].astype(np.int64) * flights + raw["flight"] + 1) * 2 + raw["pay"]
+        flights, key = _FLIGHTS, raw["key"]
         present = np.flatnonzero(np.bincount(key)) if n else np.zeros(0, np.int64)
         lookup = np.zeros(int(present[-1]) + 1 if present.size else 1, np.int64)
         lookup[present] = np.arange(present.size)
@@ -347,13 +348,13 @@ class StepRecorder:
         tool_names = list(dict.fromkeys(tool for _, tool in labels))
         name_of = np.array([names.index(label) for label, _ in labels], np.int64)
         tool_of = np.array([tool_names.index(tool) for _, tool in labels], np.int64)
-        productive = np.asarray(raw["productive"], bool)
+        productive = bits["productive"]
         critique_code = np.where(ok, np.where(productive, 0, 1), 2 + np.maximum(error_code, 0))
         missing = raw["delta_task"] < 0.999
         offsets = np.zeros(n + 1, np.int32)
         np.cumsum(missing, out=offsets[1:])
         missing_values = _codes(np.zeros(int(offsets[-1]), np.int32), [MISSING])
-        give_up = np.asarray(raw["give_up"], bool)
+        give_up = bits["give_up"]
         signal = raw["signal"].astype(np.int32)
         progress = np.asarray(raw["progress"], np.float64)
         latency = np.where(valid, raw["latency"], 0.0)
@@ -364,12 +365,12 @@ class StepRecorder:
             "step": pa.array(raw["step"]),
             "time": pa.array(np.asarray(raw["time"], np.float64)),
             "visible_progress": pa.array(np.asarray(raw["visible_progress"], np.float64)),
-            "plan_id": pa.array(raw["plan_id"]),
+            "plan_id": pa.array(raw["replans"] + 1),  # a new plan with each REPLAN
             "plan_quality": pa.array(np.asarray(raw["plan_quality"], np.float64)),
             "effective_quality": pa.array(np.asarray(raw["effective_quality"], np.float64)),
             "action": _codes(name_of[action_codes] if n else action_codes, names, invalid),
             "tool": _codes(tool_of[action_codes] if n else action_codes, tool_names, invalid),
-            "expert": pa.array(np.asarray(raw["expert"], bool) & valid),
+            "expert": pa.array(bits["expert"] & valid),
             "ok": pa.array(ok),
             "latency": pa.array(np.asarray(latency, np.float64)),
             "tool_error": _codes(
@@ -397,7 +398,7 @@ class StepRecorder:
             "give_up": pa.array(give_up),
             "progress": pa.array(progress),
             "complete": pa.array(progress >= 1.0),
-            "feasible": pa.array(np.asarray(raw["feasible"], bool)),
+            "feasible": pa.array(bits["feasible"]),
             "plan_age": pa.array(raw["plan_age"]),
             "plan_exhausted": pa.array(raw["cursor"] >= self.plan_steps),
             "replans": pa.array(raw["replans"]),
