@@ -205,7 +205,11 @@ def episode_table(
     """
     n = len(result.steps)
     judged, answers = made if made is not None else (result.judged(), result.answers())
-    outcomes, outcome_codes = np.unique(judged.astype(str), return_inverse=True)
+    labels = judged.tolist()
+    outcomes = list(dict.fromkeys(labels))  # a few labels: coded without a sort of n texts
+    outcome_codes = np.fromiter(
+        map({o: k for k, o in enumerate(outcomes)}.__getitem__, labels), np.int32, n
+    )
     vocabulary = list(dict.fromkeys(answers))
     index = {a: k for k, a in enumerate(vocabulary)}
     answer_codes = np.fromiter(map(index.__getitem__, answers), np.int32, n)
@@ -216,7 +220,7 @@ def episode_table(
         "task": _text([spec.task.name], n),
         "agent": _text(["simulated"], n),
         "controller": _text([spec.controller_list()[controller].name], n),
-        "outcome": _codes(outcome_codes, outcomes.tolist()),
+        "outcome": _codes(outcome_codes, outcomes),
         "success": pa.array(judged == Outcome.SUCCESS.value),
         "steps": pa.array(steps),
         "answer": _codes(answer_codes, vocabulary),
