@@ -49,6 +49,7 @@ HERE = Path(__file__).resolve().parent
 if str(HERE) not in sys.path:  # the suite's own modules, also when loaded from a test
     sys.path.insert(0, str(HERE))
 
+import batch_rows  # noqa: E402
 import memory  # noqa: E402
 import null_parts  # noqa: E402
 import peer  # noqa: E402
@@ -316,6 +317,9 @@ def run(
         r["cli_episodes"] = list(s.cli_episodes)
         r["cli_us_per_step"] = cli_s * 1e6
         r["cli_over_floor"] = r["cli_us_per_step"] / r["floor_us_per_step"]
+        sizes = batch_rows.QUICK if quick else batch_rows.FULL
+        section(f"run --engine batch at {sizes[0]:,} and {sizes[1]:,} episodes ...")
+        r["batch_cli"] = batch_rows.cli_batch(sizes, work)
         section(f"plot on the {s.cli_episodes[1]:,}-episode run ...")
         r["run_cpu_seconds"] = run_cpu
         r["plot_cpu_seconds"] = plot_cpu(run_dir, work / "plot-figures")
@@ -416,6 +420,18 @@ def table(r: dict[str, Any]) -> Any:
             f"{r['batch_speedup_over_simpy']:.0f}× the SimPy engine",
             ">= 1,000,000/s",
             _verdict(r["batch_steps_per_cpu_second"] >= 1e6),
+        ]
+    )
+    b = r["batch_cli"]
+    rows.append(
+        [
+            "batch engine via `run --engine batch`, rows written "
+            f"({b['episodes'][0]:,} vs {b['episodes'][1]:,} ep.)",
+            f"{b['us_per_step']:.3f} µs/step",
+            f"{b['steps_per_cpu_second']:,.0f} steps/CPU s (steps.parquet, episodes.jsonl "
+            "and .parquet)",
+            ">= 1,500,000/s",
+            _verdict(b["steps_per_cpu_second"] >= 1.5e6),
         ]
     )
     for kind in ("process", "dask"):

@@ -9,7 +9,7 @@ holds an index or an SVG the code did not write (``figure_svgs``).  A small
 script (``assets/report.js``, plain JavaScript, no library, no network) adds
 the interaction: hover tool tips, controllers toggled from the legend bar, the
 comparison table linked to the Pareto plot, and the episode trace viewer fed by
-the episodes' steps embedded once as compact columns (``trace_data``).  It
+the episodes' steps embedded once as compact columns (``report_traces.trace_data``).  It
 reads the JSON the report embeds (``report-data``) and the inline SVG figures,
 whose artists carry ids of the form ``<figure>-ctl--<controller>--...`` and
 ``<figure>-raster--<controller>`` (set as matplotlib gids by the figure code).
@@ -41,6 +41,8 @@ from typing import Any
 
 import opar_sim
 from opar_sim.cli.page_safe import content_security_policy, inline_svg, json_script
+from opar_sim.cli.report_traces import num as _num
+from opar_sim.cli.report_traces import trace_data
 from opar_sim.cli.tables import (
     analysis_outcomes,
     comparison_table,
@@ -59,9 +61,7 @@ from opar_sim.rundir import (
     EPISODES_FILE,
     SPEC_FILE,
     STEPS_FILE,
-    episode_key,
-    iter_episodes,
-    read_jsonl,
+    STEPS_PARQUET,
     write_bytes,
 )
 from opar_sim.rundir import rows as checked_rows
@@ -73,99 +73,6 @@ ASSETS = "assets"  # beside this module: the page's style sheet and script
 def asset(name: str) -> str:
     """The text of one of the page's package data files (``report.css``, ``report.js``)."""
     return (files("opar_sim.cli") / ASSETS / name).read_text(encoding="utf-8")
-
-
-# a step row's fields the trace viewer shows, as (short key, row field, kind)
-_STEP_COLUMNS = (
-    ("st", "step", "int"),
-    ("t", "time", "num"),
-    ("p", "progress", "num"),
-    ("d", "delta_task", "num"),
-    ("sig", "signal", "str"),
-    ("rsn", "reason", "str"),
-    ("act", "action", "str"),
-    ("obs", "observation", "str"),
-    ("res", "result", "str"),
-    ("err", "tool_error", "str"),
-    ("tok", "tokens", "int"),
-    ("ag", "agent", "str"),
-)
-
-
-class _Strings:
-    """An interned string table: each distinct text is stored once, steps hold its index."""
-
-    def __init__(self) -> None:
-        self.items: list[str] = []
-        self._index: dict[str, int] = {}
-
-    def __call__(self, text: object) -> int | None:
-        if text is None:
-            return None
-        s = str(text)
-        if s not in self._index:
-            self._index[s] = len(self.items)
-            self.items.append(s)
-        return self._index[s]
-
-
-def _num(value: object, digits: int = 3) -> float | None:
-    if not isinstance(value, int | float) or isinstance(value, bool):
-        return None
-    if math.isnan(value) or math.isinf(value):
-        return None
-    return round(float(value), digits)
-
-
-def _key(row: dict[str, Any]) -> str:
-    c, e, t, a = episode_key(row)
-    return f"{c}|{e}|{t}|{a}"
-
-
-def trace_data(path: Path) -> dict[str, Any]:
-    """Every episode and its steps as compact columns with one shared string table.
-
-    Args:
-        path: The run directory.
-
-    Returns:
-        ``strings`` (the table), ``episodes`` (one list per episode: key, outcome
-        index, success, steps, tokens, simulated seconds) and ``traces`` (per
-        episode key, one list per ``_STEP_COLUMNS`` key, and ``terms`` per name).
-    """
-    strings = _Strings()
-    episodes = []
-    for row in iter_episodes(path):
-        episodes.append(
-            [
-                _key(row),
-                strings(row.get("outcome")),
-                1 if row.get("success") else 0,
-                row.get("steps"),
-                row.get("tokens"),
-                _num(row.get("sim_seconds"), 1),
-            ]
-        )
-    traces: dict[str, dict[str, Any]] = {}
-    # the analysis has checked the fields it computes with; the viewer only shows them
-    # (a number that is not one shows as empty), so the rows are read unchecked
-    for row in read_jsonl(path / STEPS_FILE):
-        trace = traces.setdefault(_key(row), {k: [] for k, _, _ in _STEP_COLUMNS} | {"terms": {}})
-        n = len(trace["st"])
-        for short, name, kind in _STEP_COLUMNS:
-            value = row.get(name)
-            if kind == "str":
-                trace[short].append(strings(value))
-            elif kind == "num":
-                trace[short].append(_num(value))
-            else:
-                trace[short].append(value)
-        for name, value in (row.get("terms") or {}).items():
-            column = trace["terms"].setdefault(name, [None] * n)
-            column.append(_num(value))
-        for column in trace["terms"].values():
-            column.extend([None] * (n + 1 - len(column)))
-    return {"strings": strings.items, "episodes": episodes, "traces": traces}
 
 
 def replay_data(path: Path) -> dict[str, list[dict[str, Any]]]:
@@ -299,7 +206,8 @@ def figure_svgs(
     names = [*analysis.controllers, *analysis.traces]  # the raster's panels are of these
     index = read_index(folder)
     # the files the figures are drawn from: figures older than any of them are stale
-    sources = [analysis.path / name for name in (SPEC_FILE, EPISODES_FILE, STEPS_FILE)]
+    files = (SPEC_FILE, EPISODES_FILE, STEPS_FILE, STEPS_PARQUET)
+    sources = [analysis.path / name for name in files]
     newest = max((f.stat().st_mtime for f in sources if f.is_file()), default=0.0)
 
     def reused(ix: dict[str, Any] | None) -> dict[str, str] | None:

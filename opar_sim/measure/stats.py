@@ -143,6 +143,35 @@ class Summary:
             stats = self.by_controller[str(row["controller"])] = ControllerStats(trials=self.trials)
         stats.add_row(row)
 
+    def add_columns(self, columns: Mapping[str, list[Any]]) -> None:
+        """Count episodes given as columns (one row each: one trial, one attempt).
+
+        Args:
+            columns: ``controller``, ``success``, ``steps``, ``tokens``, ``sim_seconds``,
+                ``replans``, ``tool_calls`` and ``outcome``, one value per episode.
+        """
+        by: dict[str, list[int]] = {}
+        for i, name in enumerate(columns["controller"]):
+            by.setdefault(str(name), []).append(i)
+        for name, rows in by.items():
+            stats = self.by_controller.setdefault(name, ControllerStats(trials=self.trials))
+            if self.trials > 1:  # repeated worlds: their successes kept row by row
+                for i in rows:
+                    stats.add_row({k: v[i] for k, v in columns.items()})
+                continue
+
+            def values(field: str, rows: list[int] = rows) -> list[Any]:
+                return [columns[field][i] for i in rows]
+
+            stats.episodes += len(rows)
+            stats.successes += sum(map(bool, values("success")))
+            stats.steps += sum(values("steps"))
+            stats.tokens += sum(values("tokens"))
+            stats.sim_seconds += sum(values("sim_seconds"), 0.0)  # in row order, as add_row
+            stats.replans += sum(values("replans"))
+            stats.tool_calls += sum(values("tool_calls"))
+            stats.outcomes.update(map(str, values("outcome")))
+
     def as_dict(self) -> dict[str, dict[str, Any]]:
         """summary.json's per-controller statistics, keyed by controller name."""
         return {name: s.as_dict() for name, s in self.by_controller.items()}

@@ -1,7 +1,9 @@
 """The run directory and its one owner: file names, rows, episode key, reading, writing, resume.
 
 The one row schema (``EpisodeRow``, ``StepRow``: ``rundir.schema``) is what
-every writer builds and every reader checks.
+every writer builds and every reader checks.  A batch run writes its steps as
+columns (``steps.parquet``, and ``episodes.parquet`` beside ``episodes.jsonl``:
+``rundir.columnar``); the readers here read either form.
 
 Every part of opar-sim that writes or reads a run's files does it through
 this package: the runner writes through ``RunWriter``; summary, analysis,
@@ -18,10 +20,10 @@ from opar_sim.rundir.files import (
     RUN_FILES,
     SPEC_FILE,
     STEPS_FILE,
+    STEPS_PARQUET,
     SUMMARY_FILE,
     RunDirError,
     check_destination,
-    check_run_dir,
     check_run_files,
     default_run_dir,
     file_stem,
@@ -41,7 +43,7 @@ from opar_sim.rundir.files import (
     write_spec,
 )
 from opar_sim.rundir.manifest import MANIFEST_FILE, Repair
-from opar_sim.rundir.readers import iter_episodes, iter_steps, rows
+from opar_sim.rundir.readers import check_run_dir, iter_episodes, iter_steps, rows
 from opar_sim.rundir.resume import resume_point, resume_run
 from opar_sim.rundir.rows import (
     EpisodeKey,
@@ -71,6 +73,7 @@ __all__ = [
     "SCHEMA_VERSION",
     "SPEC_FILE",
     "STEPS_FILE",
+    "STEPS_PARQUET",
     "SUMMARY_FILE",
     "EpisodeKey",
     "EpisodeRow",

@@ -31,7 +31,14 @@ import numpy as np
 import numpy.typing as npt
 import orjson
 
-from opar_sim.rundir.files import EPISODES_FILE, STEPS_FILE, RunDirError, read_blocks
+from opar_sim.rundir.columnar import (
+    EPISODES_PARQUET,
+    has_parquet,
+    iter_table_rows,
+    read_table,
+    step_arrays,
+)
+from opar_sim.rundir.files import EPISODES_FILE, STEPS_FILE, STEPS_PARQUET, RunDirError, read_blocks
 from opar_sim.rundir.readers import iter_episodes
 from opar_sim.rundir.schema import EPISODE_CHECKS, range_problem, value_range
 from opar_sim.rundir.schema import type_ok as _type_ok
@@ -97,9 +104,14 @@ class StepColumns:
         )
 
     def terms(self, block: int) -> list[dict[str, Any]]:
-        """The ``terms`` of each row of ``block``, read again from steps.jsonl."""
+        """The ``terms`` of each row of ``block``, read again from steps.jsonl.
+
+        A batch run's steps (``steps.parquet``) record no terms: each row's are empty.
+        """
         start, stop = int(self.offsets[block]), int(self.offsets[block + 1])
         out: list[dict[str, Any]] = []
+        if start < stop and self.line[start] < 0:  # no line to read: a Parquet run's row
+            return [{} for _ in range(stop - start)]
         with open(self.path / STEPS_FILE, "rb") as f:
             for at in self.line[start:stop].tolist():
                 f.seek(at)
@@ -175,7 +187,8 @@ def read_step_columns(path: Path, *, sub_agents: bool = False) -> StepColumns:
     Raises:
         RunDirError: naming the file, line and field of a malformed row.
     """
-    file = path / STEPS_FILE
+    parquet = has_parquet(path, STEPS_PARQUET)
+    file = path / (STEPS_PARQUET if parquet else STEPS_FILE)
     try:
         st = file.stat()
     except OSError as exc:
@@ -185,10 +198,13 @@ def read_step_columns(path: Path, *, sub_agents: bool = False) -> StepColumns:
     hit = _cache.get(ident)
     if hit is not None and hit[0] == stamp:
         return hit[1]
-    try:
-        columns = _fast(path, sub_agents)
-    except _Unusual:
-        columns = _from_traces(path, sub_agents)
+    if parquet:  # a batch run: one agent per episode, no terms
+        columns = StepColumns(path=path, **step_arrays(path))
+    else:
+        try:
+            columns = _fast(path, sub_agents)
+        except _Unusual:
+            columns = _from_traces(path, sub_agents)
     _cache.clear()
     _cache[ident] = (stamp, columns)
     return columns
@@ -430,6 +446,10 @@ def read_episode_rows(path: Path, fields: Iterable[str]) -> Iterator[dict[str, A
         An iterator over the slim rows.
     """
     keep = tuple(fields)
+    if has_parquet(path, EPISODES_PARQUET):  # a batch run: its episodes as columns
+        table = read_table(path, EPISODES_PARQUET)
+        table = table.select([k for k in keep if k in table.column_names])
+        return iter_table_rows(table)
     try:
         rows = _fast_episodes(path, keep)
     except _Unusual:

@@ -18,7 +18,7 @@ import re
 import secrets
 import stat
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
@@ -29,9 +29,11 @@ from opar_sim.rundir.manifest import (
     MANIFEST_FILE,
     FileCheck,
     ManifestError,
+    check_whole,
     fsync_dir,
     header_line,
     read_chunks,
+    read_whole,
     spec_bytes,
 )
 from opar_sim.rundir.rows import to_line
@@ -44,6 +46,7 @@ SUMMARY_FILE = "summary.json"
 CALLS_FILE = "calls.jsonl"
 LLM_SUMMARY_FILE = "llm.json"
 RUN_FILES = (SPEC_FILE, EPISODES_FILE, STEPS_FILE, SUMMARY_FILE, MANIFEST_FILE)
+STEPS_PARQUET = "steps.parquet"  # a batch run's steps as columns (``columnar``)
 UNFINISHED_FILE = "unfinished.json"  # in a run being written whole: the command writing it
 UNFINISHED_SUFFIX = ".unfinished"
 
@@ -293,13 +296,26 @@ def write_bytes(path: Path, data: bytes, *, inside: Path | None = None) -> None:
     """Replace ``path`` with ``data`` atomically: a temporary file, fsynced, then renamed.
 
     A full disk or a kill leaves the old file (or none), never a torn one.  Every file the
-    toolkit writes goes through here: the destination is checked (``check_destination``)
-    and the temporary file is created fresh (``O_EXCL``, a random name), so a link planted
-    in a shared run directory is refused, never followed.
+    toolkit writes goes through here (or ``write_stream``): the destination is checked
+    (``check_destination``) and the temporary file is created fresh (``O_EXCL``, a random
+    name), so a link planted in a shared run directory is refused, never followed.
 
     Args:
         path: The file.
         data: Its new content.
+        inside: The directory the file must stay in (see ``check_destination``).
+    """
+    write_stream(path, lambda f: f.write(data), inside=inside)
+
+
+def write_stream(
+    path: Path, write: Callable[[IO[bytes]], object], *, inside: Path | None = None
+) -> None:
+    """Replace ``path`` with what ``write`` writes to it, as ``write_bytes`` replaces it.
+
+    Args:
+        path: The file.
+        write: Called once with the temporary file, open for binary writing.
         inside: The directory the file must stay in (see ``check_destination``).
     """
     check_destination(path, inside)
@@ -310,7 +326,7 @@ def write_bytes(path: Path, data: bytes, *, inside: Path | None = None) -> None:
         raise _named(exc, path) from None
     try:
         with os.fdopen(fd, "wb") as f:
-            f.write(data)
+            write(f)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
@@ -434,6 +450,10 @@ def check_run_files(path: Path) -> None:
         return
     data = read_input(manifest)
     finished = (path / SUMMARY_FILE).is_file()
+    try:
+        check_whole(path, read_whole(data, manifest))  # a batch run's Parquet files' sizes
+    except ManifestError as exc:
+        raise RunDirError(str(exc)) from None
     for name in CHUNK_FILES:
         file = path / name
         if not (file.exists() or file.is_symlink()):
@@ -467,24 +487,6 @@ def _intact(check: FileCheck, f: IO[bytes]) -> bool:
     except ManifestError:
         return False
     return True
-
-
-def check_run_dir(path: Path) -> Path:
-    """``path`` if it holds a run (episodes.jsonl and steps.jsonl), else RunDirError.
-
-    Its chunk files are checked against its manifest too (``check_run_files``).
-    """
-    if not path.is_dir():
-        raise RunDirError(stopped_write(path) or f"run directory not found: {path}")
-    if (path / "sweep.json").is_file():
-        raise RunDirError(f"{path} is a sweep: give one of its point directories")
-    for name in (EPISODES_FILE, STEPS_FILE):
-        file = path / name
-        if not (file.exists() or file.is_symlink()):
-            raise RunDirError(f"{path} is not a run directory: {name} is missing")
-        open_input(file).close()  # a FIFO, a device, a file over the ceiling: refused here
-    check_run_files(path)
-    return path
 
 
 def read_spec(path: Path) -> ExperimentSpec | None:

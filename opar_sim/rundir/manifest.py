@@ -79,6 +79,60 @@ def chunk_line(units: tuple[int, int], files: dict[str, tuple[int, str]]) -> byt
     return (json.dumps(row) + "\n").encode()
 
 
+def whole_line(files: dict[str, tuple[int, str]]) -> bytes:
+    """The line recording files written whole at the end of a run (a batch run's Parquet).
+
+    Args:
+        files: Each file's size and SHA-256.
+
+    Returns:
+        ``{"whole": {name: [size, sha256]}}`` and a newline; chunk readers skip it.
+    """
+    return (json.dumps({"whole": {k: list(v) for k, v in files.items()}}) + "\n").encode()
+
+
+def read_whole(data: bytes, where: Path) -> dict[str, tuple[int, str]]:
+    """The files a manifest records whole (``whole_line``): name -> (size, SHA-256).
+
+    Args:
+        data: The manifest's bytes.
+        where: The manifest, for messages.
+
+    Raises:
+        ManifestError: for a damaged ``whole`` line.
+    """
+    found: dict[str, tuple[int, str]] = {}
+    for number, raw in enumerate(data.split(b"\n")[1:-1], 2):
+        if not raw.startswith(b'{"whole"'):
+            continue
+        try:
+            row = json.loads(raw)
+            found.update({str(k): (int(v[0]), str(v[1])) for k, v in row["whole"].items()})
+        except (ValueError, KeyError, TypeError, AttributeError, IndexError, RecursionError):
+            raise ManifestError(
+                f"{where}:{number}: damaged: the run's files cannot be checked"
+            ) from None
+    return found
+
+
+def check_whole(path: Path, whole: dict[str, tuple[int, str]]) -> None:
+    """The sizes of the files a manifest records whole (``read_whole``), quickly, by size.
+
+    Raises:
+        ManifestError: naming a file that is missing or not of its recorded size (their
+            checksums are checked when they are read: ``columnar.read_table``).
+    """
+    for name, (end, _) in whole.items():
+        file = path / name
+        size = file.stat().st_size if file.is_file() else None
+        if size != end:
+            what = "missing" if size is None else f"{size:,} bytes"
+            raise ManifestError(
+                f"{file}: {what}, its manifest records {end:,} bytes: changed after the run "
+                "was written"
+            )
+
+
 def whole_manifest(head: dict[str, Any], units: int, files: dict[str, bytes]) -> bytes:
     """The manifest of a run directory written whole: its header and one chunk of everything.
 
@@ -130,6 +184,8 @@ def read_chunks(data: bytes, name: str, where: Path) -> list[Chunk]:
     chunks: list[Chunk] = []
     end = 0
     for number, raw in enumerate(lines[1:], 2):
+        if raw.startswith(b'{"whole"'):  # files written whole (``whole_line``), not chunks
+            continue
         try:
             row = json.loads(raw)
             lo, hi = (int(u) for u in row["units"])

@@ -13,7 +13,23 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from opar_sim.rundir.files import EPISODES_FILE, STEPS_FILE, RunDirError, read_jsonl
+from opar_sim.rundir.columnar import (
+    EPISODES_PARQUET,
+    first_episodes,
+    has_parquet,
+    iter_table_rows,
+    read_table,
+)
+from opar_sim.rundir.files import (
+    EPISODES_FILE,
+    STEPS_FILE,
+    STEPS_PARQUET,
+    RunDirError,
+    check_run_files,
+    open_input,
+    read_jsonl,
+    stopped_write,
+)
 from opar_sim.rundir.schema import (
     CALL_CHECKS,
     EPISODE_CHECKS,
@@ -60,10 +76,51 @@ def rows(file: Path) -> Iterator[dict[str, Any]]:
 
 
 def iter_episodes(path: Path) -> Iterator[dict[str, Any]]:
-    """The rows of episodes.jsonl, in file order."""
+    """The rows of episodes.jsonl, in file order (a batch run's: of episodes.parquet).
+
+    A batch run writes its episodes in both forms from the same arrays; the columns are
+    read (typed, checked whole against the manifest), not the lines.
+    """
+    if has_parquet(path, EPISODES_PARQUET):
+        yield from iter_table_rows(read_table(path, EPISODES_PARQUET))
+        return
     yield from rows(path / EPISODES_FILE)
 
 
-def iter_steps(path: Path) -> Iterator[dict[str, Any]]:
-    """The rows of steps.jsonl, in file order."""
-    yield from rows(path / STEPS_FILE)
+def iter_steps(
+    path: Path, *, checked: bool = True, first: int | None = None
+) -> Iterator[dict[str, Any]]:
+    """The rows of steps.jsonl, in file order (a batch run's: of steps.parquet, as dicts).
+
+    Args:
+        path: The run directory.
+        checked: Check the fields readers rely on (``rows``); without, only that each
+            line is an object (a viewer that shows what it finds).
+        first: A hint: only the steps of each controller's first ``first`` episodes are
+            wanted.  A Parquet file is cut to them before its rows become dicts; the
+            lines of steps.jsonl all come (the caller keeps what it wants).
+    """
+    if has_parquet(path, STEPS_PARQUET):
+        table = read_table(path, STEPS_PARQUET)
+        yield from iter_table_rows(table if first is None else first_episodes(table, first))
+        return
+    yield from rows(path / STEPS_FILE) if checked else read_jsonl(path / STEPS_FILE)
+
+
+def check_run_dir(path: Path) -> Path:
+    """``path`` if it holds a run (episodes.jsonl and steps.jsonl or .parquet), else RunDirError.
+
+    Its chunk files are checked against its manifest too (``check_run_files``).
+    """
+    if not path.is_dir():
+        raise RunDirError(stopped_write(path) or f"run directory not found: {path}")
+    if (path / "sweep.json").is_file():
+        raise RunDirError(f"{path} is a sweep: give one of its point directories")
+    steps = STEPS_PARQUET if has_parquet(path, STEPS_PARQUET) else STEPS_FILE
+    for name in (EPISODES_FILE, steps):
+        file = path / name
+        if not (file.exists() or file.is_symlink()):
+            raise RunDirError(f"{path} is not a run directory: {name} is missing")
+        open_input(file).close()  # a FIFO, a device, a file over the ceiling: refused here
+    check_run_files(path)
+    return path

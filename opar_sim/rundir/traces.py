@@ -9,6 +9,7 @@ a time.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -19,9 +20,10 @@ import numpy as np
 import numpy.typing as npt
 
 from opar_sim.core.types import EpisodeResult
-from opar_sim.rundir.files import RunDirError
+from opar_sim.rundir.columnar import has_parquet, step_arrays
+from opar_sim.rundir.files import STEPS_PARQUET, RunDirError
 from opar_sim.rundir.frames import to_frame
-from opar_sim.rundir.readers import rows
+from opar_sim.rundir.readers import iter_steps
 from opar_sim.rundir.rows import EpisodeKey, episode_key
 
 FloatArray = npt.NDArray[np.float64]
@@ -161,12 +163,15 @@ def iter_traces(path: Path, *, sub_agents: bool = False) -> Iterator[EpisodeTrac
 
     The first agent block of an episode is the episode's own agent; the
     blocks that follow it (sub-agents of a nested run) are skipped unless
-    ``sub_agents``.
+    ``sub_agents``.  A batch run's steps (``steps.parquet``) are read as columns.
     """
+    if has_parquet(path, STEPS_PARQUET):
+        yield from _parquet_traces(path)
+        return
     block: list[dict[str, Any]] = []
     key: tuple[EpisodeKey, str] | None = None
     last_episode: EpisodeKey | None = None
-    for row in rows(path / "steps.jsonl"):
+    for row in iter_steps(path):
         row_key = (episode_key(row), str(row.get("agent", "")))
         if row_key != key and block:
             if sub_agents or key is None or key[0] != last_episode:
@@ -177,6 +182,28 @@ def iter_traces(path: Path, *, sub_agents: bool = False) -> Iterator[EpisodeTrac
         block.append(row)
     if block and (sub_agents or key is None or key[0] != last_episode):
         yield _trace(block)
+
+
+def _parquet_traces(path: Path) -> Iterator[EpisodeTrace]:
+    """Each episode's trajectory from a batch run's ``steps.parquet`` (no terms recorded)."""
+    yield from array_traces(step_arrays(path))
+
+
+def array_traces(cols: dict[str, Any]) -> Iterator[EpisodeTrace]:
+    """Each block of ``columnar.table_step_arrays`` as the trajectory ``iter_traces`` yields."""
+    signals, actions, offsets = cols["signals"], cols["actions"], cols["offsets"].tolist()
+    for block, (start, stop) in enumerate(itertools.pairwise(offsets)):
+        yield EpisodeTrace(
+            controller=cols["controllers"][int(cols["controller"][block])],
+            episode=int(cols["episode"][block]),
+            agent=cols["agent"][block],
+            step=cols["step"][start:stop].copy(),
+            time=cols["time"][start:stop].copy(),
+            progress=cols["progress"][start:stop].copy(),
+            estimate=cols["estimate"][start:stop].copy(),
+            signals=[signals[c] for c in cols["signal"][start:stop].tolist()],
+            actions=[actions[c] for c in cols["action"][start:stop].tolist()],
+        )
 
 
 def find_trace(path: Path, controller: str, episode: int) -> EpisodeTrace | None:

@@ -18,9 +18,11 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
+from opar_sim.rundir.columnar import write_table
 from opar_sim.rundir.files import (
     CALLS_FILE,
     RUN_FILES,
+    STEPS_FILE,
     SUMMARY_FILE,
     UNFINISHED_FILE,
     RunDirError,
@@ -36,6 +38,7 @@ from opar_sim.rundir.manifest import (
     chunk_line,
     fsync_dir,
     sha256,
+    whole_line,
     whole_manifest,
 )
 from opar_sim.spec.schema import ExperimentSpec
@@ -55,8 +58,11 @@ class RunWriter:
         runs: Sequence[tuple[ExperimentSpec, Path]],
         on_run: Callable[[int], None] | None,
         starts: Sequence[Repair] | None = None,
+        *,
+        columnar: bool = False,
     ) -> None:
         self.runs = runs
+        self.columnar = columnar  # steps go to steps.parquet (``write_whole``), not steps.jsonl
         self.on_run = on_run
         self.index: int | None = None
         self.starts = list(starts) if starts is not None else [Repair() for _ in runs]
@@ -87,7 +93,8 @@ class RunWriter:
         try:
             for name, text in texts.items():
                 data = text.encode()
-                if data or name != CALLS_FILE or (out / name).exists():
+                skip = CALLS_FILE if not self.columnar else (CALLS_FILE, STEPS_FILE)
+                if data or name not in skip or (out / name).exists():
                     f = self._file(out, name)
                     f.write(data)
                     f.flush()
@@ -104,6 +111,24 @@ class RunWriter:
         for name, (end, _) in entry.items():
             state.ends[name] = end
         state.done = units[1]
+
+    def write_whole(self, index: int, tables: Mapping[str, Sequence[Any]]) -> None:
+        """Write run ``index``'s Parquet files whole and record them in its manifest.
+
+        Args:
+            index: The run, in ``runs``.
+            tables: File name (``columnar.PARQUET_FILES``) -> its pyarrow tables.
+        """
+        out = self.runs[index][1]
+        self.close()
+        recorded = {name: write_table(out, name, parts) for name, parts in tables.items()}
+        try:
+            with open_append(out / MANIFEST_FILE) as m:
+                m.write(whole_line(recorded))
+                m.flush()
+                os.fsync(m.fileno())
+        except OSError as exc:
+            raise _named(exc, out / MANIFEST_FILE) from None
 
     def _file(self, out: Path, name: str) -> IO[bytes]:
         f = self.files.get(name)

@@ -20,22 +20,35 @@ from typing import Any
 from opar_sim.core.loop import run_episode
 from opar_sim.core.seeding import episode_seed
 from opar_sim.core.types import EpisodeResult
-from opar_sim.engines.batch import check_batch, episode_text, run_batch
+from opar_sim.engines.batch import (
+    check_batch,
+    episode_rows,
+    run_batch,
+    step_recorder,
+)
 from opar_sim.measure.stats import Summary
 from opar_sim.rundir import (
     SPEC_FILE,
+    STEPS_PARQUET,
     SUMMARY_FILE,
     EpisodeTrace,
     Repair,
     RunWriter,
     episode_key,
-    iter_episodes,
     prepare_out_dir,
     resume_run,
     write_json,
     write_spec,
 )
 from opar_sim.rundir import write_summary as write_llm_summary
+from opar_sim.rundir.columnar import (
+    EPISODES_PARQUET,
+    episode_columns,
+    has_parquet,
+    table_step_arrays,
+)
+from opar_sim.rundir.columns import read_episode_rows
+from opar_sim.rundir.traces import array_traces
 from opar_sim.running.chunks import Chunk, ChunkResult, plan_chunks, run_chunk
 from opar_sim.running.executors import SerialExecutor
 from opar_sim.spec.build import build
@@ -43,6 +56,11 @@ from opar_sim.spec.schema import ExperimentSpec, SpecError
 
 # a directory holding any of these is a run that ``--resume`` repairs and finishes
 RESUMABLE_FILES = (SPEC_FILE, "episodes.jsonl", "steps.jsonl", "manifest.jsonl")
+# what summary.json counts of each episodes.jsonl row (``Summary.add_row``, ``episode_key``)
+SUMMARY_FIELDS = (
+    *("controller", "episode", "trial", "attempt", "success", "steps", "tokens"),
+    *("sim_seconds", "replans", "tool_calls", "outcome"),
+)
 
 
 @dataclass
@@ -165,19 +183,18 @@ def run_many(
         planned = plan_chunks(spec, skip=skip, parallelism=parallelism, traces=wanted)
         chunks += planned
         owner += [index] * len(planned)
-    writer = RunWriter(runs, on_run, starts)
+    writer = RunWriter(runs, on_run, starts, columnar=engine == "batch")
     if engine == "batch":
+        kept_traces = []
         try:
             for index, (spec, _) in enumerate(runs):
-                n = spec.episodes
-                for k in range(len(spec.controller_list())):
-                    batch = run_batch(spec, k, 0, n)
-                    writer.write(index, (k * n, (k + 1) * n), episode_text(spec, k, 0, batch), "")
-                    if on_progress is not None:
-                        on_progress(spec.episodes)
+                kept_traces.append(_run_batch(spec, index, writer, on_progress, keep_traces))
         finally:
             writer.close()
-        return [finish_run(spec, out) for spec, out in runs]
+        done_runs = [finish_run(spec, out) for spec, out in runs]
+        for done_run, traces in zip(done_runs, kept_traces, strict=True):
+            done_run.traces = traces
+        return done_runs
     kept = [_Kept(keep_traces) if keep_traces and not skip else None for skip in done]
     try:
         stream = run_in_order(executor or SerialExecutor(), chunks, 2 * parallelism + 1)
@@ -199,6 +216,39 @@ def run_many(
         if keeper is not None:
             finished[-1].traces = keeper.traces(spec)
     return finished
+
+
+def _run_batch(
+    spec: ExperimentSpec,
+    index: int,
+    writer: RunWriter,
+    on_progress: Callable[[int], None] | None,
+    keep: int,
+) -> dict[str, list[EpisodeTrace]] | None:
+    """Run ``spec`` on the batch engine: episodes.jsonl per controller, then the Parquet files.
+
+    Returns:
+        With ``keep``: each controller's first ``keep`` trajectories (from the step rows in
+        memory, as ``iter_traces`` reads them back); else None.
+    """
+    n = spec.episodes
+    steps = step_recorder(spec)
+    tables: dict[str, list[Any]] = {STEPS_PARQUET: [], EPISODES_PARQUET: []}
+    traces: dict[str, list[EpisodeTrace]] = {}
+    for k, law in enumerate(spec.controller_list()):
+        batch = run_batch(spec, k, 0, n, steps)
+        lines, episodes = episode_rows(spec, k, 0, batch)
+        writer.write(index, (k * n, (k + 1) * n), lines, "")
+        table = steps.step_table(spec, k)
+        tables[STEPS_PARQUET].append(table)
+        tables[EPISODES_PARQUET].append(episodes)
+        if keep:  # the rows are in episode order: the first ``keep`` episodes' come first
+            head = table.slice(0, int(batch.steps[:keep].sum()))
+            traces[law.name] = list(array_traces(table_step_arrays(head, Path(STEPS_PARQUET))))
+        if on_progress is not None:
+            on_progress(n)
+    writer.write_whole(index, tables)
+    return traces if keep else None
 
 
 class _Kept:
@@ -252,8 +302,11 @@ def finish_run(spec: ExperimentSpec, out: Path, *, resumed_from: int = 0) -> Run
         The run's directory and per-controller summary.
     """
     summary = Summary(trials=spec.trials)
+    if has_parquet(out, EPISODES_PARQUET):  # a batch run: one row per episode, added up at once
+        summary.add_columns(episode_columns(out, SUMMARY_FIELDS))
+        return _summarized(out, summary)
     last: dict[str, Any] | None = None
-    for row in iter_episodes(out):
+    for row in read_episode_rows(out, SUMMARY_FIELDS):
         # with Reflexion attempts an episode seed has several rows, in attempt order;
         # the summary judges each seed (each trial of it) by its last attempt
         if last is not None and episode_key(last)[:3] != episode_key(row)[:3]:
@@ -261,6 +314,10 @@ def finish_run(spec: ExperimentSpec, out: Path, *, resumed_from: int = 0) -> Run
         last = row
     if last is not None:
         summary.add_row(last)
+    return _summarized(out, summary, resumed_from)
+
+
+def _summarized(out: Path, summary: Summary, resumed_from: int = 0) -> RunResult:
     table = summary.as_dict()
     write_json(out / SUMMARY_FILE, table)
     write_llm_summary(out)  # llm.json, for runs with an LLM agent

@@ -16,12 +16,15 @@ from opar_sim.rundir import (
     CALLS_FILE,
     EPISODES_FILE,
     STEPS_FILE,
+    STEPS_PARQUET,
     EpisodeKey,
     RunDirError,
     episode_key,
+    iter_steps,
     read_input,
     rows,
 )
+from opar_sim.rundir.columnar import has_parquet
 from opar_sim.spec.build import parse_spec
 from opar_sim.spec.schema import ExperimentSpec, SpecError
 
@@ -84,7 +87,13 @@ def load_run(path: str | Path, *, need_steps: bool = False) -> RecordedRun:
     episodes = _rows(p / EPISODES_FILE)
     if not episodes:
         raise SpecError(f"{p}: no finished episodes in episodes.jsonl")
-    steps = _rows(p / STEPS_FILE)
+    if has_parquet(p, STEPS_PARQUET):  # a batch run's steps, as columns
+        try:
+            steps = list(iter_steps(p))
+        except RunDirError as exc:
+            raise SpecError(str(exc)) from None
+    else:
+        steps = _rows(p / STEPS_FILE)
     if need_steps and not steps:
         raise SpecError(f"{p}: no steps in steps.jsonl (missing or empty): nothing to read")
     return RecordedRun(p, spec, episodes, steps, _rows(p / CALLS_FILE))

@@ -90,7 +90,7 @@ def evaluation_of(row: dict[str, Any]) -> Evaluation:
         float(row["confidence"]),
         str(row["critique"] or ""),
         tuple(str(m) for m in row["missing"]),
-        row["memory"],
+        row.get("memory"),  # a batch run's rows have none (no memory compression)
     )
 
 

@@ -56,12 +56,15 @@ def test_the_suite_runs_and_writes_its_results(
     # the peer is measured when langgraph is installed, else the suite says what to install
     assert ("langgraph_over_simpy" in r) != ("langgraph_missing" in r)
     assert r["llm_missing"] == "skipped with --quick"
+    batch = r["batch_cli"]  # `run --engine batch` end to end, rows written (issue 27)
+    assert batch["episodes"] == [5, 2_000] and 0 < batch["steps"][0] < batch["steps"][1]
     assert r["help_heavy_imports"] == [] and r["list_heavy_imports"] == []
     printed = capsys.readouterr().out
     rows = ("SimPy floor", "null parts", "--workers 1", "LangGraph", "batch engine", "peak RSS")
     for row in (*rows, "`plot`"):
         assert row in printed, row
     assert "controller-steps/CPU s" in printed and "opar-sim --help" in printed
+    assert "`run --engine batch`, rows written" in printed
 
 
 def test_child_usage_reads_the_one_child_it_ran() -> None:

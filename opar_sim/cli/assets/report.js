@@ -270,7 +270,12 @@
     const p = parts(key);
     const box = document.getElementById('trace');
     box.dataset.key = key;
-    if (!tr) { box.replaceChildren(h('p', null, 'No steps recorded for this episode.')); return; }
+    if (!tr) {
+      const beyond = ep && ep.steps > 0 && D.trace_limit;  // steps not embedded: past the first
+      box.replaceChildren(h('p', null, beyond ? 'Steps not embedded: the report holds the steps ' +
+        'of the first ' + D.trace_limit + ' episodes of each controller.' : 'No steps recorded for this episode.'));
+      return;
+    }
     const m = get(D.metrics, p.c) || {replan_threshold: null, settle_band: null};
     const replays = get(D.replays, key) || [];
     const n = tr.st.length;

@@ -36,14 +36,24 @@ import numpy as np
 
 from controllers.batch import Unsupported, from_scalar
 from environments.flight_booking import FlightBooking
-from environments.flight_booking_batch import FlightBookingBatch
+from environments.flight_booking_batch import BOOK, PAY_POINTS, FlightBookingBatch
 from opar_sim.agents.simulated import SimulatedAgent
 from opar_sim.engines.batch.engine import BatchEpisodes, _Engine
-from opar_sim.engines.batch.rows import episode_text
+from opar_sim.engines.batch.rows import StepRecorder, episode_rows, episode_table, episode_text
 from opar_sim.spec.build import build
 from opar_sim.spec.schema import ExperimentSpec, SpecError
 
-__all__ = ["ENGINES", "BatchEpisodes", "check_batch", "episode_text", "run_batch"]
+__all__ = [
+    "ENGINES",
+    "BatchEpisodes",
+    "StepRecorder",
+    "check_batch",
+    "episode_rows",
+    "episode_table",
+    "episode_text",
+    "run_batch",
+    "step_recorder",
+]
 
 ENGINES = ("simpy", "batch")
 BATCH_STREAM = 0xBA7C4  # the spawn-key tag of the batch engine's generators
@@ -103,7 +113,38 @@ def batch_unsupported(spec: ExperimentSpec) -> str | None:
     return None
 
 
-def run_batch(spec: ExperimentSpec, controller: int, start: int, stop: int) -> BatchEpisodes:
+def step_recorder(spec: ExperimentSpec) -> StepRecorder:
+    """A recorder of the step rows of ``spec``'s batch runs (``run_batch(steps=...)``).
+
+    Args:
+        spec: A spec the batch engine supports (``check_batch``).
+
+    Returns:
+        An empty recorder, naming actions as the scalar task does.
+    """
+    task = build(spec).make_task()
+    assert isinstance(task, FlightBooking)
+    calls = task._calls  # the scalar task's own actions, so the labels are its labels
+    names = ("next_week", "widened", "next_page", "check_points", "filter", "filter_loose")
+    others = {BOOK + 1: calls["cancel"], BOOK + 2: calls["itinerary"]}
+
+    def label(tool: int, flight: int, pay: int) -> tuple[str, str]:
+        if tool == BOOK:
+            action = task._book(flight, "points" if pay == PAY_POINTS else "cash")
+        else:
+            action = others[tool] if tool in others else calls[names[tool]]
+        return action.label(), action.tool
+
+    return StepRecorder(label, len(task.plan_template()))
+
+
+def run_batch(
+    spec: ExperimentSpec,
+    controller: int,
+    start: int,
+    stop: int,
+    steps: StepRecorder | None = None,
+) -> BatchEpisodes:
     """Run episodes ``start``..``stop - 1`` of controller number ``controller`` of ``spec``.
 
     Args:
@@ -111,6 +152,7 @@ def run_batch(spec: ExperimentSpec, controller: int, start: int, stop: int) -> B
         controller: The index of the controller in ``spec.controller_list()``.
         start: The first episode.
         stop: One past the last episode.
+        steps: Where to keep every step's row (``step_recorder``); None keeps none.
 
     Returns:
         The episodes' results, in episode order.
@@ -136,6 +178,7 @@ def run_batch(spec: ExperimentSpec, controller: int, start: int, stop: int) -> B
             goal_tokens,
             np.random.default_rng(seed),
             confirm=spec.guards.confirm or 1,
+            record=None if steps is None else steps.chunk(first),
         )
         pieces.append(engine.run(last - first))
     return _concat(pieces)

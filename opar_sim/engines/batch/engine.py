@@ -7,6 +7,7 @@ package's docstring and docs/batch.md.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -104,10 +105,14 @@ class _Engine:
         goal_tokens: int,
         rng: np.random.Generator,
         confirm: int = 1,
+        record: Callable[[int, np.ndarray, dict[str, np.ndarray]], None] | None = None,
     ) -> None:
         self.world, self.law, self.p, self.limits, self.rng = world, law, agent, limits, rng
         self.goal_tokens = goal_tokens
         self.confirm = confirm  # the [guards] stop confirmation's k (1: every TERMINATE passes)
+        # the step rows' hook (engines.batch.rows.StepRecorder.record): called at the end of
+        # every step with the step number, the rows that made the Reflect and the state
+        self.record = record
         self.controller_steps = 0  # Reflects run, over all episodes
 
     def run(self, n: int) -> BatchEpisodes:
@@ -299,6 +304,8 @@ class _Engine:
             s.claims = np.where(claim, s.claims + 1, np.where(a, 0, s.claims))
             signal = np.where(claim & (s.claims < self.confirm), CONTINUE, signal)
         s.steps += a
+        # ``a`` may be ``s.alive`` itself, which the stops below change: the recorder's copy
+        reflected = a.copy() if self.record is not None else a
         self.controller_steps += int(np.count_nonzero(a))
         better = a & (delta_task >= s.best_delta)
         s.best_delta = np.where(better, delta_task, s.best_delta)
@@ -314,6 +321,41 @@ class _Engine:
             np.copyto(s.status, INVALID, where=broken)
             s.alive &= ~broken
         s.fresh = signal == REPLAN
+        if self.record is not None:  # full-width arrays: the recorder keeps the rows of ``a``
+            self.record(
+                t,
+                reflected,
+                {
+                    "episode": s.ids,
+                    "time": s.now,
+                    "visible_progress": visible,
+                    "plan_quality": s.quality,
+                    "effective_quality": self._effective_quality(),
+                    "tool": tool,
+                    "flight": flight,
+                    "pay": pay,
+                    "expert": expert,
+                    "valid": valid,
+                    "timeout": timeout,
+                    "delivered": delivered,
+                    "ok": ok,
+                    "productive": productive,
+                    "latency": np.minimum(latency, tp.timeout),
+                    "delta_task": delta_task,
+                    "delta_act": delta_act,
+                    "delta_plan": delta_plan,
+                    "confidence": confidence,
+                    "signal": signal,
+                    "give_up": give_up,
+                    "progress": truth,
+                    "feasible": world.best >= 0,
+                    "plan_age": s.plan_age,
+                    "cursor": s.cursor,
+                    "replans": s.replans,
+                    "tokens": s.prompt + s.completion,
+                    "context_tokens": s.context,
+                },
+            )
 
     def _record(self, ended: np.ndarray, out: _Out) -> None:
         """Judge the episodes that just ended from their world, at their own clock."""

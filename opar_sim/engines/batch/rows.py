@@ -1,11 +1,25 @@
-"""The batch engine's episodes as ``episodes.jsonl`` rows: ``EpisodeRow``s of the one schema.
+"""The batch engine's rows: episodes as ``episodes.jsonl`` lines and as columns, steps as columns.
 
-The rows are built column by column (one list per field, zipped), each an
-``EpisodeRow`` (``rundir.schema``), so a type checker holds the fields to the
-schema; they are the SimPy engine's rows (``rundir.episode_row``) field for field.
+``episode_text`` builds the ``EpisodeRow``s of the one schema (``rundir.schema``) column by
+column (one list per field, zipped), so a type checker holds the fields to the schema; they
+are the SimPy engine's rows (``rundir.episode_row``) field for field.  ``episode_table`` is
+the same rows as a pyarrow table (``episodes.parquet``).
+
+``StepRecorder`` is the engine's per-step hook (``_Engine(record=...)``): at the end of each
+step the engine hands it the step number, the rows that made the Reflect and its full-width
+state arrays; the recorder keeps those rows' values (one gather per column), and
+``step_table`` turns them into ``StepRow`` columns (``steps.parquet``) in the SimPy file's
+order, episode by episode, step by step.  What a batch step row leaves out (the observation
+and result texts, the law's terms and reason, the answer so far) is in docs/batch.md.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
 
 from opar_sim.core.seeding import episode_seed
 from opar_sim.core.types import Outcome
@@ -13,9 +27,46 @@ from opar_sim.engines.batch.engine import BatchEpisodes
 from opar_sim.rundir import EpisodeRow, to_line
 from opar_sim.spec.schema import ExperimentSpec
 
+ActionLabel = Callable[[int, int, int], "tuple[str, str]"]
+"""(tool code, flight, payment) -> (the action's label, its tool), as the scalar task names them."""
 
-def episode_text(spec: ExperimentSpec, controller: int, start: int, result: BatchEpisodes) -> str:
-    """The episodes.jsonl lines of a batch of episodes, in the SimPy engine's row format.
+SIGNALS = ("continue", "replan", "terminate")  # ControlSignal values, by the laws' codes
+MISSING = "remaining goal"  # SimulatedAgent.evaluate: what is missing below δ_task 0.999
+# the engine's arrays the recorder keeps as they are (the others are packed: ``_FLAGS``, the
+# action's key; or derived when the table is made)
+_KEPT = (
+    "episode",
+    "time",
+    "visible_progress",
+    "plan_quality",
+    "effective_quality",
+    "latency",
+    "delta_task",
+    "delta_act",
+    "delta_plan",
+    "confidence",
+    "signal",
+    "progress",
+    "plan_age",
+    "cursor",
+    "replans",
+    "tokens",
+    "context_tokens",
+)
+# the engine's masks, kept as the bits of one byte per row (one gather instead of eight)
+_FLAGS = ("valid", "timeout", "delivered", "ok", "productive", "expert", "give_up", "feasible")
+_FLIGHTS = 1 << 12  # the action's key: (tool × _FLIGHTS + flight + 1) × 2 + payment
+
+
+def _seed(spec: ExperimentSpec) -> int:
+    entropy = episode_seed(spec.seed, 0).entropy
+    return entropy if isinstance(entropy, int) else 0
+
+
+def episode_rows(
+    spec: ExperimentSpec, controller: int, start: int, result: BatchEpisodes
+) -> tuple[str, pa.Table]:
+    """``episode_text`` and ``episode_table`` at once (the outcomes and answers made once).
 
     Args:
         spec: The spec they ran from.
@@ -24,19 +75,45 @@ def episode_text(spec: ExperimentSpec, controller: int, start: int, result: Batc
         result: What ``run_batch`` returned.
 
     Returns:
+        The episodes.jsonl lines and the episodes.parquet rows.
+    """
+    judged, answers = result.judged(), result.answers()
+    return (
+        episode_text(spec, controller, start, result, (judged, answers)),
+        episode_table(spec, controller, start, result, (judged, answers)),
+    )
+
+
+def episode_text(
+    spec: ExperimentSpec,
+    controller: int,
+    start: int,
+    result: BatchEpisodes,
+    made: tuple[np.ndarray, list[str]] | None = None,
+) -> str:
+    """The episodes.jsonl lines of a batch of episodes, in the SimPy engine's row format.
+
+    Args:
+        spec: The spec they ran from.
+        controller: The controller's index in ``spec.controller_list()``.
+        start: The first episode's number.
+        result: What ``run_batch`` returned.
+        made: Its outcomes and answers, if already made (``episode_rows``).
+
+    Returns:
         One JSON line per episode.
     """
     name = spec.controller_list()[controller].name
-    entropy = episode_seed(spec.seed, 0).entropy
-    seed = entropy if isinstance(entropy, int) else 0
-    judged = result.judged()  # the kernel's judge, once for both columns
+    seed = _seed(spec)
+    # the kernel's judge, once for both columns
+    judged, answers = made if made is not None else (result.judged(), result.answers())
     success = (judged == Outcome.SUCCESS.value).tolist()
     tokens = result.tokens.tolist()
     columns = zip(
         judged.tolist(),
         success,
         result.steps.tolist(),
-        result.answers(),
+        answers,
         result.best_step.tolist(),
         result.progress.tolist(),
         result.complete.tolist(),
@@ -80,3 +157,257 @@ def episode_text(spec: ExperimentSpec, controller: int, start: int, result: Batc
         }
         lines.append(to_line(row))
     return "".join(lines)
+
+
+def _text(values: list[str], n: int) -> pa.DictionaryArray:
+    """A column of one text repeated ``n`` times (dictionary-encoded: one copy)."""
+    return pa.DictionaryArray.from_arrays(pa.array(np.zeros(n, np.int32)), pa.array(values))
+
+
+def _nullable(values: np.ndarray, null: np.ndarray | None) -> Any:
+    """``values`` as an arrow array, null where ``null`` (a validity bitmap, built at once).
+
+    ``pa.array(values, mask=...)`` takes about 0.3 µs a value; the bitmap, a thousandth.
+    """
+    if null is None or not null.any():
+        return pa.array(values)
+    values = np.ascontiguousarray(values)
+    valid = pa.py_buffer(np.packbits(~null, bitorder="little"))
+    kind = pa.from_numpy_dtype(values.dtype)
+    count = int(null.sum())
+    return pa.Array.from_buffers(kind, len(values), [valid, pa.py_buffer(values)], count)
+
+
+def _codes(codes: np.ndarray, vocabulary: list[str], null: np.ndarray | None = None) -> Any:
+    """A dictionary-encoded text column: ``vocabulary[codes]``, null where ``null``."""
+    indices = _nullable(np.asarray(codes, np.int32), null)
+    return pa.DictionaryArray.from_arrays(indices, pa.array(vocabulary, pa.string()))
+
+
+def episode_table(
+    spec: ExperimentSpec,
+    controller: int,
+    start: int,
+    result: BatchEpisodes,
+    made: tuple[np.ndarray, list[str]] | None = None,
+) -> pa.Table:
+    """The rows ``episode_text`` writes, as a pyarrow table (``episodes.parquet``).
+
+    Args:
+        spec: The spec they ran from.
+        controller: The controller's index in ``spec.controller_list()``.
+        start: The first episode's number.
+        result: What ``run_batch`` returned.
+        made: Its outcomes and answers, if already made (``episode_rows``).
+
+    Returns:
+        One row per episode, the ``EpisodeRow`` fields in the schema's order.
+    """
+    n = len(result.steps)
+    judged, answers = made if made is not None else (result.judged(), result.answers())
+    labels = judged.tolist()
+    outcomes = list(dict.fromkeys(labels))  # a few labels: coded without a sort of n texts
+    outcome_codes = np.fromiter(
+        map({o: k for k, o in enumerate(outcomes)}.__getitem__, labels), np.int32, n
+    )
+    vocabulary = list(dict.fromkeys(answers))
+    index = {a: k for k, a in enumerate(vocabulary)}
+    answer_codes = np.fromiter(map(index.__getitem__, answers), np.int32, n)
+    steps = result.steps.astype(np.int64)
+    columns: dict[str, Any] = {
+        "episode": pa.array(np.arange(start, start + n, dtype=np.int64)),
+        "seed": pa.array(np.full(n, _seed(spec), np.uint64)),
+        "task": _text([spec.task.name], n),
+        "agent": _text(["simulated"], n),
+        "controller": _text([spec.controller_list()[controller].name], n),
+        "outcome": _codes(outcome_codes, outcomes),
+        "success": pa.array(judged == Outcome.SUCCESS.value),
+        "steps": pa.array(steps),
+        "answer": _codes(answer_codes, vocabulary),
+        "best_step": _nullable(result.best_step.astype(np.int64), steps == 0),
+        "final_progress": pa.array(result.progress.astype(np.float64)),
+        "complete": pa.array(result.complete),
+        "feasible": pa.array(result.feasible),
+        "prompt_tokens": pa.array(result.prompt_tokens.astype(np.int64)),
+        "completion_tokens": pa.array(result.completion_tokens.astype(np.int64)),
+        "tokens": pa.array(result.tokens.astype(np.int64)),
+        "llm_calls": pa.array(result.llm_calls.astype(np.int64)),
+        "sim_seconds": pa.array(result.sim_seconds.astype(np.float64)),
+        "tool_calls": pa.array(result.tool_calls.astype(np.int64)),
+        "replans": pa.array(result.replans.astype(np.int64)),
+        "sub_tokens": pa.array(np.zeros(n, np.int64)),
+        "attempt": pa.array(np.ones(n, np.int64)),
+    }
+    return pa.table(columns)
+
+
+class StepRecorder:
+    """The engine's step hook: keeps the rows of each Reflect, turns them into step columns."""
+
+    def __init__(self, label: ActionLabel, plan_steps: int) -> None:
+        """Start empty.
+
+        Args:
+            label: The scalar task's label and tool of an action (tool code, flight, payment).
+            plan_steps: The task's plan length (``plan_exhausted``: the cursor reached it).
+        """
+        self.label = label
+        self.plan_steps = plan_steps
+        self.first = 0
+        self.pieces: dict[str, list[np.ndarray]] = {
+            name: [] for name in (*_KEPT, "flags", "key", "step")
+        }
+
+    def chunk(self, first: int) -> Callable[[int, np.ndarray, dict[str, np.ndarray]], None]:
+        """The hook for one chunk of episodes, whose row ids count from episode ``first``."""
+        self.first = first
+        return self.record
+
+    def record(self, t: int, mask: np.ndarray, state: dict[str, np.ndarray]) -> None:
+        """Keep step ``t`` of the rows of ``mask`` (the engine's hook).
+
+        Args:
+            t: The step number (1-based).
+            mask: The rows that made this step's Reflect.
+            state: Full-width arrays, one per name of ``_KEPT`` and ``_FLAGS``, and the
+                action: ``tool`` (code), ``flight`` (-1: none) and ``pay`` (code).
+        """
+        rows = np.flatnonzero(mask)
+        if not rows.size:
+            return
+        pieces = self.pieces
+        for name in _KEPT:
+            pieces[name].append(state[name].take(rows))
+        flags = np.zeros(len(mask), np.uint8)
+        for bit, name in enumerate(_FLAGS):
+            flags |= np.asarray(state[name], np.uint8) << bit
+        pieces["flags"].append(flags.take(rows))
+        key = np.asarray(state["tool"], np.int32) * _FLIGHTS + state["flight"] + 1
+        pieces["key"].append((key * 2 + state["pay"]).take(rows))
+        pieces["episode"][-1] += self.first
+        pieces["step"].append(np.full(rows.size, t, np.int32))
+
+    def step_table(self, spec: ExperimentSpec, controller: int) -> pa.Table:
+        """The kept steps as ``StepRow`` columns, episode by episode, step by step.
+
+        Args:
+            spec: The spec the steps ran from.
+            controller: The controller's index in ``spec.controller_list()``.
+
+        Returns:
+            One row per recorded step (the fields a batch step has, in the schema's order).
+        """
+        pieces, self.pieces = self.pieces, {name: [] for name in self.pieces}
+        episode = np.concatenate(pieces["episode"]) if pieces["step"] else np.zeros(0, np.int64)
+        step = np.concatenate(pieces["step"]) if pieces["step"] else np.zeros(0, np.int32)
+        # the SimPy file's order: each episode's steps 1..k together (a counting sort: the
+        # steps were kept step by step, so an episode's k-th row is its step k); each
+        # piece is scattered to its rows, never concatenated first
+        n = len(episode)
+        first = int(episode.min(initial=0))
+        counts = np.bincount(episode - first)
+        starts = np.zeros(len(counts), np.int64)
+        np.cumsum(counts[:-1], out=starts[1:])
+        where = starts[episode - first] + step - 1
+        raw: dict[str, np.ndarray] = {}
+        for name, part in pieces.items():
+            out = raw[name] = np.empty(n, part[0].dtype if part else np.float64)
+            at = 0
+            for values in part:
+                out[where[at : at + len(values)]] = values
+                at += len(values)
+        episode = np.asarray(raw["episode"], np.int64)
+        return pa.table(self._columns(spec, controller, raw, episode))
+
+    def _columns(
+        self,
+        spec: ExperimentSpec,
+        controller: int,
+        raw: dict[str, np.ndarray],
+        episode: np.ndarray,
+    ) -> dict[str, Any]:
+        n = len(episode)
+        bits = {name: (raw["flags"] & (1 << k)) != 0 for k, name in enumerate(_FLAGS)}
+        valid = bits["valid"]
+        invalid = ~valid
+        timeout = valid & bits["timeout"]
+        ok = bits["ok"] & valid
+        delivered = bits["delivered"] & valid
+        # the tool's error kind (SimTask.execute; a delivered call the task refused: rejected)
+        error_code = np.select(
+            [invalid, timeout, ~delivered, ~ok], [0, 1, 2, 3], default=-1
+        ).astype(np.int32)
+        # each distinct (tool, flight, payment) once: a small key space, mapped without a sort
+        flights, key = _FLIGHTS, raw["key"]
+        present = np.flatnonzero(np.bincount(key)) if n else np.zeros(0, np.int64)
+        lookup = np.zeros(int(present[-1]) + 1 if present.size else 1, np.int64)
+        lookup[present] = np.arange(present.size)
+        action_codes = lookup[key]
+        pay, rest = present % 2, present // 2
+        unique = np.stack([rest // flights, rest % flights - 1, pay])
+        labels = [self.label(int(a), int(b), int(c)) for a, b, c in unique.T.tolist()]
+        # one dictionary entry per text (a payment shows only in a booking's label):
+        # Parquet writes a dictionary with repeated entries as plain text
+        names = list(dict.fromkeys(label for label, _ in labels))
+        tool_names = list(dict.fromkeys(tool for _, tool in labels))
+        name_of = np.array([names.index(label) for label, _ in labels], np.int64)
+        tool_of = np.array([tool_names.index(tool) for _, tool in labels], np.int64)
+        productive = bits["productive"]
+        critique_code = np.where(ok, np.where(productive, 0, 1), 2 + np.maximum(error_code, 0))
+        missing = raw["delta_task"] < 0.999
+        offsets = np.zeros(n + 1, np.int32)
+        np.cumsum(missing, out=offsets[1:])
+        missing_values = _codes(np.zeros(int(offsets[-1]), np.int32), [MISSING])
+        give_up = bits["give_up"]
+        signal = raw["signal"].astype(np.int32)
+        progress = np.asarray(raw["progress"], np.float64)
+        latency = np.where(valid, raw["latency"], 0.0)
+        return {
+            "episode": pa.array(episode),
+            "agent": _text(["simulated"], n),
+            "controller": _text([spec.controller_list()[controller].name], n),
+            "step": pa.array(raw["step"]),
+            "time": pa.array(np.asarray(raw["time"], np.float64)),
+            "visible_progress": pa.array(np.asarray(raw["visible_progress"], np.float64)),
+            "plan_id": pa.array(raw["replans"] + 1),  # a new plan with each REPLAN
+            "plan_quality": pa.array(np.asarray(raw["plan_quality"], np.float64)),
+            "effective_quality": pa.array(np.asarray(raw["effective_quality"], np.float64)),
+            "action": _codes(name_of[action_codes] if n else action_codes, names, invalid),
+            "tool": _codes(tool_of[action_codes] if n else action_codes, tool_names, invalid),
+            "expert": pa.array(bits["expert"] & valid),
+            "ok": pa.array(ok),
+            "latency": pa.array(np.asarray(latency, np.float64)),
+            "tool_error": _codes(
+                np.maximum(error_code, 0),
+                ["invalid_format", "timeout", "failure", "rejected"],
+                error_code < 0,
+            ),
+            "delta_task": pa.array(np.asarray(raw["delta_task"], np.float64)),
+            "delta_act": pa.array(np.asarray(raw["delta_act"], np.float64)),
+            "delta_plan": pa.array(np.asarray(raw["delta_plan"], np.float64)),
+            "confidence": pa.array(np.asarray(raw["confidence"], np.float64)),
+            "missing": pa.ListArray.from_arrays(pa.array(offsets), missing_values),
+            "critique": _codes(
+                critique_code,
+                [
+                    "progress",
+                    "no progress",
+                    "failed: invalid_format",
+                    "failed: timeout",
+                    "failed: failure",
+                    "failed: rejected",
+                ],
+            ),
+            "signal": _codes(signal, list(SIGNALS)),
+            "give_up": pa.array(give_up),
+            "progress": pa.array(progress),
+            "complete": pa.array(progress >= 1.0),
+            "feasible": pa.array(bits["feasible"]),
+            "plan_age": pa.array(raw["plan_age"]),
+            "plan_exhausted": pa.array(raw["cursor"] >= self.plan_steps),
+            "replans": pa.array(raw["replans"]),
+            "tokens": pa.array(raw["tokens"]),
+            "context_tokens": pa.array(raw["context_tokens"]),
+            "error": _codes(np.zeros(n, np.int32), ["invalid_format"], valid),
+            "attempt": pa.array(np.ones(n, np.int32)),
+        }

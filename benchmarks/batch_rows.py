@@ -1,0 +1,113 @@
+"""The batch engine's CLI path end to end, rows written: steps per CPU second, and its parts.
+
+``cli_batch`` runs ``opar-sim run --engine batch`` (the default spec, the PID) at two sizes
+in fresh interpreters and differences their CPU time (this cancels the start-up and the
+progress figure, drawn from 2,000 episodes in both): what is left is the engine, the step
+recording, the episode lines, the Parquet files, the summary and the figure's reading of
+the steps, per step.  ``breakdown`` times those parts in this process.
+
+    python benchmarks/batch_rows.py [SMALL LARGE]
+"""
+
+from __future__ import annotations
+
+import io
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import memory
+import pyarrow.parquet as pq
+
+from opar_sim.engines.batch import (
+    episode_table,
+    episode_text,
+    run_batch,
+    step_recorder,
+)
+from opar_sim.rundir.columnar import EPISODES_PARQUET, encode
+from opar_sim.spec.build import load_spec
+from opar_sim.spec.edit import with_overrides
+
+FULL = (2_000, 100_000)
+QUICK = (5, 2_000)  # the smoke test's: the difference is noise, the path is exercised
+
+
+def steps_of(out: Path) -> int:
+    """The loop steps of a batch run directory, from its episodes.parquet."""
+    return int(pq.read_table(out / EPISODES_PARQUET, columns=["steps"])["steps"].to_numpy().sum())
+
+
+def cli_batch(sizes: tuple[int, int], work: Path) -> dict[str, Any]:
+    """CPU seconds per step of ``run --engine batch``, start-up cancelled by differencing."""
+    usages, steps = [], []
+    for n in sizes:
+        out = work / f"batch-cli-{n}"
+        usages.append(memory.cli_run(n, out, "--engine", "batch").cpu_seconds)
+        steps.append(steps_of(out))
+    per_step = (usages[1] - usages[0]) / (steps[1] - steps[0])
+    return {
+        "episodes": list(sizes),
+        "cpu_seconds": usages,
+        "steps": steps,
+        "us_per_step": per_step * 1e6,
+        "steps_per_cpu_second": 1 / per_step if per_step > 0 else float("nan"),
+    }
+
+
+def breakdown(episodes: int) -> dict[str, float]:
+    """CPU µs per step of the parts of a batch run's rows, in this process (no files)."""
+    spec = with_overrides(load_spec(memory.SPEC), episodes=episodes, controller="pid")
+    clock = time.process_time
+    start = clock()
+    plain = run_batch(spec, 0, 0, episodes)
+    engine = clock() - start
+    recorder = step_recorder(spec)
+    start = clock()
+    result = run_batch(spec, 0, 0, episodes, recorder)
+    recorded = clock() - start
+    start = clock()
+    table = recorder.step_table(spec, 0)
+    columns = clock() - start
+    start = clock()
+    steps_sink = io.BytesIO()
+    encode([table], steps_sink)
+    parquet = clock() - start
+    start = clock()
+    lines = episode_text(spec, 0, 0, result)
+    text = clock() - start
+    start = clock()
+    encode([episode_table(spec, 0, 0, result)], io.BytesIO())
+    episode_columns = clock() - start
+    n = int(plain.steps.sum())
+    return {
+        "steps": n,
+        "engine": engine / n * 1e6,
+        "recording": (recorded - engine) / n * 1e6,
+        "step_columns": columns / n * 1e6,
+        "steps_parquet": parquet / n * 1e6,
+        "episode_lines": text / n * 1e6,
+        "episodes_parquet": episode_columns / n * 1e6,
+        "steps_parquet_mb": steps_sink.tell() / 1e6,
+        "episode_lines_mb": len(lines) / 1e6,
+    }
+
+
+def main(argv: list[str]) -> None:
+    """Print the end-to-end figure and the in-process parts."""
+    sizes = (int(argv[0]), int(argv[1])) if len(argv) == 2 else FULL
+    with tempfile.TemporaryDirectory(prefix="opar-batch-rows-") as tmp:
+        found = cli_batch(sizes, Path(tmp))
+    print(
+        f"run --engine batch, {sizes[0]:,} vs {sizes[1]:,} episodes: "
+        f"{found['steps_per_cpu_second']:,.0f} steps per CPU second "
+        f"({found['us_per_step']:.3f} µs/step)"
+    )
+    for name, value in breakdown(sizes[1]).items():
+        print(f"  {name}: {value:,.3f}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
