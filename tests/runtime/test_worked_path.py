@@ -184,9 +184,9 @@ def test_the_record_calibrates_the_simulated_agent(live):
 
 
 def test_the_live_report_opens_in_the_browser(live, tmp_path):
-    from tests.cli.test_report_browser import CHROMIUM, FLAGS, _browser_or_skip
+    from tests.browser import CHROMIUM, FLAGS, browser_or_skip
 
-    sync_api = _browser_or_skip()
+    sync_api = browser_or_skip()
     out = live["out"]
     if not (out / "report.html").is_file():
         assert main(["report", str(out)]) == 0
