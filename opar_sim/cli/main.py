@@ -96,6 +96,12 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         child = sub.add_parser(entry.name, description=entry.help)  # listed by group above
         if command in (entry.name, "*"):
             entry.load().add_arguments(child)
+            child.add_argument(
+                "--wide",
+                action="store_true",
+                help=f"print every table column, however wide (default: fit the terminal, "
+                f"{PIPED_WIDTH} columns when piped)",
+            )
     return parser
 
 
@@ -123,7 +129,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = build_parser(_command_in(argv)).parse_args(argv)
         command = next(c for c in COMMANDS if args.command == c.name).load()
-        status: int = command.run(args, _console())
+        status: int = command.run(args, _console(args.wide))
         return status
     except _Done:
         return 0
@@ -161,12 +167,21 @@ def _failed(exc: Exception, args: argparse.Namespace | None) -> int:
     return 70
 
 
-def _console() -> Console:
-    """The console commands print to (rich is imported once a command runs, not for --help)."""
+PIPED_WIDTH = 100  # the width of output that is not a terminal (logs, CI, a pipe to less)
+WIDE = 1_000  # --wide: room for every column of every table
+
+
+def _console(wide: bool = False) -> Console:
+    """The console commands print to (rich is imported once a command runs, not for --help).
+
+    Tables are fitted to its width (``TextTable.fit``): a terminal's own, ``PIPED_WIDTH``
+    when piped; ``--wide`` gives them all the room they need.
+    """
     from opar_sim.cli.console import SafeConsole
 
-    # a terminal sets its own width; piped output (logs, CI) gets room for the wide tables
-    return SafeConsole() if sys.stdout.isatty() else SafeConsole(width=160)
+    if wide:
+        return SafeConsole(width=WIDE)
+    return SafeConsole() if sys.stdout.isatty() else SafeConsole(width=PIPED_WIDTH)
 
 
 def _say(text: str) -> None:

@@ -35,7 +35,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
     for kind in [args.kind] if args.kind else order:
         rows = [[name, about] for name, about in parts[kind]]
         table = TextTable(kind, ["name", HEADINGS.get(kind, "what it is")], rows, [], left=2)
-        console.print(table.to_rich())
+        console.print(table)
     for kind, name, why in plugin_failures():
         console.print(
             f"plugin {name!r} ({kind}) failed to load and is skipped: {why}",

@@ -210,10 +210,10 @@ def _figure(out: Path, result: ShootoutResult) -> list[str]:
 
 
 def _show(console: Console, out: Path, result: ShootoutResult, figures: list[str]) -> None:
-    console.print(result.table().to_rich())
-    console.print(result.comparisons_table().to_rich())
-    console.print(result.defaults_table().to_rich())
-    console.print(result.params_table().to_rich())
+    console.print(result.table())
+    console.print(result.comparisons_table())
+    console.print(result.defaults_table())
+    console.print(result.params_table())
     console.print(f"wall time: {result.wall_seconds:.0f} s")
     console.print(f"shoot-out directory: [green]{escape(str(out))}[/]")
     for figure in figures:

@@ -174,10 +174,10 @@ def _header(plan: TunePlan) -> str:
 
 
 def _show(console: Console, out: Path, result: TuneResult, figures: list[str]) -> None:
-    console.print(result.replicates_table().to_rich())
-    console.print(result.race_table().to_rich())
-    console.print(result.arms_table().to_rich())
-    console.print(result.table().to_rich())
+    console.print(result.replicates_table())
+    console.print(result.race_table())
+    console.print(result.arms_table())
+    console.print(result.table())
     console.print(result.best_toml(), markup=False, highlight=False)
     console.print(f"tune directory: [green]{escape(str(out))}[/]")
     for figure in figures:
