@@ -9,6 +9,7 @@ import argparse
 import contextlib
 import errno
 import os
+import re
 import sys
 import tempfile
 import traceback
@@ -28,7 +29,40 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         from opar_sim.cli.commands.common import UsageError
 
-        raise UsageError(message)
+        raise UsageError(message + suggestion(self, message))
+
+
+def _flags(parser: argparse.ArgumentParser) -> list[str]:
+    """Every option string of ``parser`` and of its sub-commands' parsers (those built)."""
+    flags: list[str] = []
+    for action in parser._actions:
+        flags += action.option_strings
+        if isinstance(action, argparse._SubParsersAction):
+            for child in action.choices.values():
+                flags += _flags(child)
+    return sorted(set(flags))
+
+
+def suggestion(parser: argparse.ArgumentParser, message: str) -> str:
+    """`` (did you mean '--episodes'?)`` for a misspelt flag or choice in argparse's message.
+
+    Args:
+        parser: The parser that failed (the top one, for flags it did not recognise).
+        message: argparse's message.
+
+    Returns:
+        The suggestion with a leading space, or an empty string.
+    """
+    from opar_sim.core.errors import did_you_mean
+
+    unknown = re.match(r"unrecognized arguments: (.*)", message)
+    if unknown:
+        flags = [w.split("=")[0] for w in unknown.group(1).split() if w.startswith("-")]
+        return did_you_mean(flags[0], _flags(parser)) if flags else ""
+    choice = re.search(r"invalid choice: '(.*?)' \(choose from (.*)\)", message)
+    if choice:
+        return did_you_mean(choice.group(1), re.findall(r"'([^']*)'", choice.group(2)))
+    return ""
 
 
 class _Done(Exception):

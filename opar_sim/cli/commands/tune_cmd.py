@@ -105,7 +105,11 @@ def run(args: argparse.Namespace, console: Console) -> int:
     _require_optuna()
     spec = load_spec(args.spec)
     if spec.tune is None:
-        raise UsageError(f"{args.spec}: no [tune] table: nothing to tune")
+        raise UsageError(
+            f"{args.spec}: no [tune] table: nothing to tune; start from "
+            "experiments/tune_pid.toml (the PID's gains on flight_booking) or copy its [tune] "
+            "table into this spec"
+        )
     if args.resume and args.out is None:
         raise UsageError("--resume needs --out DIR: the tuning directory to finish")
     out: Path = args.out or default_out(f"{spec.name}-tune")
