@@ -176,8 +176,8 @@ def response_table(analysis: RunAnalysis) -> TextTable:
     columns = [
         "controller",
         "rise s",
-        "settle s",
-        "settle step",
+        "settling s",
+        "settling step",
         "settled",
         "IAE",
         "est settled",
@@ -216,11 +216,11 @@ def response_table(analysis: RunAnalysis) -> TextTable:
             ]
         )
     notes = [
-        "rise (10-90%), settle (2% band) and IAE of the true progress against its goal 1.0, "
-        "in simulated seconds (medians; settling over settled episodes; IAE up to the time "
-        "budget)",
-        "est settled: the agent's own estimate δ_task settled; gap, end gap: mean δ_task - p "
-        "over the steps and at the last step (> 0: over-confident)",
+        "rise (10-90%), settling time (within 2 % of the goal for good; not the PID's settle "
+        "rule) and IAE of the true progress against its goal 1.0, in simulated seconds "
+        "(medians; settling over settled episodes; IAE up to the time budget)",
+        "est settled: the agent's own estimate δ_task settled; gap, end gap: mean δ_task − "
+        "true progress over the steps and at the last step (> 0: over-confident)",
         "flips: sign changes of the estimated error's trend per episode; osc: "
         "episodes whose estimate swings through >= 3 peaks; ζ: median damping ratio from the "
         "logarithmic decrement; dwell: steps between REPLANs",
