@@ -102,7 +102,9 @@ def pid_terms_figure(
     steps = trace.step
     error = trace.terms.get("error", 1.0 - np.nan_to_num(trace.estimate))
     top.plot(steps, error, "o-", color="C3", label="error e = 1 − δ_task")
-    top.plot(steps, 1.0 - trace.progress, "s:", color="0.4", label="true error 1 − p")
+    top.plot(steps, 1.0 - trace.progress, "s:", color="0.4", label="true error 1 − progress")
+    if "lag" in trace.terms:  # what a PID with pace > 0 acts on
+        top.plot(steps, trace.terms["lag"], "^-", color="C2", ms=3, label="pace err")
     if settle_band is not None:
         top.axhspan(
             0, settle_band, color="C2", alpha=0.12, label=f"settle band (e ≤ {settle_band})"

@@ -198,9 +198,10 @@ def _figures(out: Path, plan: TunePlan, result: TuneResult) -> list[str]:
     name = f"{plan.spec.name}, replicate r{rep.index} (tuning seed {rep.train_seed})"
     numbers = [t.number for t in rep.trials]
     scores = [t.score for t in rep.trials]
-    figures = save(
-        tuning.tune_history(numbers, scores, f"{name}: optimisation history"), str(out / "history")
-    )
+    inc = result.incumbent_score
+    current = (inc.objective, f"{inc.n} held-out episodes, seed {result.holdout_seed}")
+    history = tuning.tune_history(numbers, scores, f"{name}: optimisation history", current)
+    figures = save(history, str(out / "history"))
     ranked = sorted(plan.settings.space, key=lambda p: -rep.importances.get(p, 0.0))
     if len(ranked) >= 2:
         a, b = ranked[0], ranked[1]
@@ -211,6 +212,7 @@ def _figures(out: Path, plan: TunePlan, result: TuneResult) -> list[str]:
             (a, b),
             (rep.best_params[a], rep.best_params[b]),
             f"{name}: objective over the two most important gains",
+            (plan.settings.space[a].log, plan.settings.space[b].log),
         )
         figures += save(fig, str(out / "landscape"))
     return figures
