@@ -74,7 +74,7 @@ def test_phase_portrait_draws_directions_starts_ends_and_the_median_path():
     fig = phase_figure(traces, "t")
     ax = fig.axes[0]
     quivers = [c for c in ax.collections if isinstance(c, Quiver)]
-    assert len(quivers) == PHASE_EPISODES + 1  # one per drawn episode, one for the median
+    assert len(quivers) == PHASE_EPISODES + 1  # one law: its episodes drawn, and the median
     assert all(q.N == 3 for q in quivers)  # 4 steps: 3 arrows each
     starts = [ln for ln in ax.lines if ln.get_marker() == "o"]
     ends = [ln for ln in ax.lines if ln.get_marker() == "x"]
@@ -82,6 +82,24 @@ def test_phase_portrait_draws_directions_starts_ends_and_the_median_path():
     assert (starts[0].get_xdata()[0], ends[0].get_xdata()[0]) == (0.8, 1 - 0.95)
     assert ax.get_xlabel() == "error e = 1 − δ_task (0–1)"
     assert "per loop iteration" in ax.get_ylabel()
+
+
+def test_phase_portrait_of_several_laws_is_one_panel_where_they_stop_differently():
+    traces = {
+        "pid": [_trace("pid", k, [0.2, 0.5, 0.9, 1.0]) for k in range(4)],
+        "open_loop": [_trace("open_loop", k, [0.2, 0.5]) for k in range(4)],
+    }
+    fig = phase_figure(traces, "t")
+    assert len(fig.axes) == 1
+    ax = fig.axes[0]
+    assert len([c for c in ax.collections if isinstance(c, Quiver)]) == 2  # the medians only
+    stops = {
+        ln.get_markerfacecolor(): ln.get_xdata()[0] for ln in ax.lines if ln.get_marker() == "X"
+    }
+    assert sorted(round(float(v), 6) for v in stops.values()) == [0.0, 0.5]
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert "pid (4 episodes): stops at median e = 0.00" in labels
+    assert "open_loop (4 episodes): stops at median e = 0.50" in labels
 
 
 def test_tuning_figures_draw_the_current_gains_and_log_axes_only_where_searched():
