@@ -71,9 +71,28 @@ class TextTable:
         width = options.max_width
         fitted = self.fit(width)
         yield Text(wrap(printable(self.title), width), style="table.title")
-        yield fitted.to_rich(annotated=False)
-        for note in fitted.notes:
+        cells = [[c, *(r[k] for r in fitted.rows)] for k, c in enumerate(fitted.columns)]
+        if table_width([_natural(c) for c in cells]) <= width:
+            yield fitted.to_rich(annotated=False)
+            notes = fitted.notes
+        else:  # too wide even wrapped and thinned: one block per row, every cell whole
+            yield Text(self.records(width))
+            notes = self.notes
+        for note in notes:
             yield Text(wrap(printable(note), width), style="table.caption")
+
+    def records(self, width: int) -> str:
+        """The table as one block per row: its first cell, then ``column: value`` lines.
+
+        What a terminal too narrow for the table gets: nothing is cut or dropped.
+        """
+        out = []
+        for row in self.rows:
+            out.append(printable(row[0]))
+            for column, cell in zip(self.columns[1:], row[1:], strict=False):
+                if cell:
+                    out.append(wrap(printable(f"    {column}: {cell}"), width))
+        return "\n".join(out)
 
     def to_rich(self, width: int | None = None, annotated: bool = True) -> Table:
         """The table for the terminal; with ``width``, fitted to it first (``fit``).

@@ -142,3 +142,13 @@ def test_shootout_fits(tmp_path):
     argv = ["shootout", SPEC, "--controllers", "pid,threshold", "--trials-per-dim", "1"]
     argv += ["--replicates", "2", "--train-episodes", "10", "--holdout-episodes", "10"]
     _check(_printed([*argv, "--workers", "1", "--out", str(tmp_path / "so")]))
+
+
+def test_a_table_too_wide_even_wrapped_prints_one_block_per_row():
+    columns = ["check", *(f"measure {k}" for k in range(8))]
+    row = ["fold 1", *(f"0.{k}8 vs 0.50 [0.25, 0.75]" for k in range(8))]
+    text = _render(TextTable("held out", columns, [row], ["a note"], left=1))
+    _check(text)
+    lines = text.splitlines()
+    assert lines[:3] == ["held out", "fold 1", "    measure 0: 0.08 vs 0.50 [0.25, 0.75]"]
+    assert lines[-1] == "a note"
