@@ -209,13 +209,16 @@ def _console(wide: bool = False) -> Console:
     """The console commands print to (rich is imported once a command runs, not for --help).
 
     Tables are fitted to its width (``TextTable.fit``): a terminal's own, ``PIPED_WIDTH``
-    when piped; ``--wide`` gives them all the room they need.
+    when piped; ``--wide`` gives them all the room they need.  Piped, a line of text is
+    never wrapped (a log keeps each message, path and command on one line).
     """
     from opar_sim.cli.console import SafeConsole
 
     if wide:
-        return SafeConsole(width=WIDE)
-    return SafeConsole() if sys.stdout.isatty() else SafeConsole(width=PIPED_WIDTH)
+        return SafeConsole(width=WIDE, soft_wrap=not sys.stdout.isatty())
+    if sys.stdout.isatty():
+        return SafeConsole()
+    return SafeConsole(width=PIPED_WIDTH, soft_wrap=True)
 
 
 def _say(text: str) -> None:

@@ -1,8 +1,9 @@
 """Every command's default output fits 100 columns: no cut cell (…), no interval split.
 
-Piped output is 100 columns wide (``main.PIPED_WIDTH``), as a 100-column terminal is; the
-tables fit it by wrapping text between words and dropping the columns of least priority,
-named in a note; ``--wide`` prints every column.
+On a 100-column terminal every line fits; piped, the tables are fitted to 100 columns
+(``main.PIPED_WIDTH``) while a line of text stays whole.  The tables fit by wrapping text
+between words and dropping the columns of least priority, named in a note; ``--wide``
+prints every column.
 """
 
 from __future__ import annotations
@@ -11,11 +12,13 @@ import contextlib
 import io
 import re
 from pathlib import Path
+from unittest import mock
 
 import pytest
 from rich.cells import cell_len
 from rich.console import Console
 
+from opar_sim.cli.console import SafeConsole
 from opar_sim.cli.main import main
 from opar_sim.measure.table import TextTable, chunks, table_width, wrap
 from tests.conftest import SPEC
@@ -24,9 +27,17 @@ WIDTH = 100
 INTERVAL = re.compile(r"\[[^\[\]]*\]")
 
 
-def _printed(argv: list[str]) -> str:
+def _terminal(wide: bool = False) -> SafeConsole:
+    """The console of a 100-column terminal (``main._console``'s terminal branch)."""
+    return SafeConsole(width=1000 if wide else WIDTH)
+
+
+def _printed(argv: list[str], terminal: bool = True) -> str:
+    """What ``opar-sim ARGV`` prints on a 100-column terminal (else piped)."""
     buffer = io.StringIO()
-    with contextlib.redirect_stdout(buffer):
+    with contextlib.redirect_stdout(buffer), contextlib.ExitStack() as stack:
+        if terminal:
+            stack.enter_context(mock.patch("opar_sim.cli.main._console", _terminal))
         assert main(argv) == 0, argv
     return buffer.getvalue()
 
@@ -152,3 +163,12 @@ def test_a_table_too_wide_even_wrapped_prints_one_block_per_row():
     lines = text.splitlines()
     assert lines[:3] == ["held out", "fold 1", "    measure 0: 0.08 vs 0.50 [0.25, 0.75]"]
     assert lines[-1] == "a note"
+
+
+def test_piped_the_tables_fit_and_the_text_lines_stay_whole(tmp_path):
+    out = tmp_path / "p"
+    argv = ["compare", SPEC, "--controllers", "pid,threshold,oracle", "--episodes", "10"]
+    printed = _printed([*argv, "--out", str(out)], terminal=False)
+    tables = [line for line in printed.splitlines() if line[:1] in "┏┃┡│└"]
+    assert tables and all(cell_len(line) <= WIDTH and "…" not in line for line in tables)
+    assert f"metrics: {out / 'metrics.json'}" in printed.splitlines()  # one line, unwrapped
