@@ -58,7 +58,10 @@ def suggestion(parser: argparse.ArgumentParser, message: str) -> str:
     unknown = re.match(r"unrecognized arguments: (.*)", message)
     if unknown:
         flags = [w.split("=")[0] for w in unknown.group(1).split() if w.startswith("-")]
-        return did_you_mean(flags[0], _flags(parser)) if flags else ""
+        if not flags:
+            return ""
+        # a flag another command has (not this one) is not a misspelling of itself
+        return did_you_mean(flags[0], [f for f in _flags(parser) if f != flags[0]])
     choice = re.search(r"invalid choice: '(.*?)' \(choose from (.*)\)", message)
     if choice:
         return did_you_mean(choice.group(1), re.findall(r"'([^']*)'", choice.group(2)))
@@ -130,13 +133,24 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         child = sub.add_parser(entry.name, description=entry.help)  # listed by group above
         if command in (entry.name, "*"):
             entry.load().add_arguments(child)
-            child.add_argument(
-                "--wide",
-                action="store_true",
-                help=f"print every table column, however wide (default: fit the terminal, "
-                f"{PIPED_WIDTH} columns when piped)",
-            )
+            _add_wide(child)
     return parser
+
+
+def _add_wide(parser: argparse.ArgumentParser, nested: bool = False) -> None:
+    """``--wide`` on a command's parser and on its own sub-commands' (``traces compare``)."""
+    parser.add_argument(
+        "--wide",
+        action="store_true",
+        # a sub-command's default must not overwrite a --wide given before it
+        default=argparse.SUPPRESS if nested else False,
+        help=f"print every table column, however wide (default: fit the terminal, "
+        f"{PIPED_WIDTH} columns when piped)",
+    )
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in action.choices.values():
+                _add_wide(child, nested=True)
 
 
 def _command_in(argv: Sequence[str]) -> str | None:
@@ -163,7 +177,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = build_parser(_command_in(argv)).parse_args(argv)
         command = next(c for c in COMMANDS if args.command == c.name).load()
-        status: int = command.run(args, _console(args.wide))
+        status: int = command.run(args, _console(getattr(args, "wide", False)))
         return status
     except _Done:
         return 0

@@ -33,3 +33,13 @@ def test_one_line_that_names_the_way_out(case, capsys):
 def test_a_flag_near_nothing_gets_no_guess(capsys):
     assert main(["run", SPEC, "--zzzz"]) == 2
     assert capsys.readouterr().err.strip() == "opar-sim: error: unrecognized arguments: --zzzz"
+
+
+def test_a_suggestion_is_never_the_flag_itself():
+    from opar_sim.cli.main import build_parser, suggestion
+
+    parser = build_parser("*")
+    assert suggestion(parser, "unrecognized arguments: --episdoes 5") == (
+        " (did you mean '--episodes'?)"
+    )
+    assert "'--wide'" not in suggestion(parser, "unrecognized arguments: --wide")

@@ -172,3 +172,12 @@ def test_piped_the_tables_fit_and_the_text_lines_stay_whole(tmp_path):
     tables = [line for line in printed.splitlines() if line[:1] in "┏┃┡│└"]
     assert tables and all(cell_len(line) <= WIDTH and "…" not in line for line in tables)
     assert f"metrics: {out / 'metrics.json'}" in printed.splitlines()  # one line, unwrapped
+
+
+def test_wide_reaches_a_command_of_a_command(tmp_path):
+    for argv in (["traces", "compare", "--wide"], ["traces", "--wide", "compare"]):
+        from opar_sim.cli.main import build_parser
+
+        parser = build_parser("traces")
+        args = parser.parse_args([*argv, str(tmp_path)])
+        assert args.wide is True
