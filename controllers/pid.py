@@ -63,7 +63,13 @@ INTEGRAL_POLICIES = ("reset", "keep", "scale")
 
 
 class CognitivePID(DiscretePID):
-    """PID on e = 1 − δ_task: settled → TERMINATE, stalled → give up, u ≥ threshold → REPLAN."""
+    """PID on the pace error (pace 0: on e = 1 − δ_task); settle rule → TERMINATE, u → REPLAN.
+
+    The REPLAN effort u acts on the plan's lag behind an expected pace of progress when
+    ``pace`` > 0 (the shipped default), on the task error e = 1 − δ_task when ``pace`` is 0;
+    the settle rule stops once e stays within ``settle_band`` for ``settle_count`` Reflects,
+    and a stall (no new best error for a while) gives up.
+    """
 
     name = "pid"
 

@@ -1,6 +1,6 @@
 """Least-squares lines of the task chain at ``stages``, from simulator-labelled steps.
 
-The fitting protocol (docs/bayes.md, "Fitting"): run ``bayes`` on flight_booking's
+The fitting protocol (docs/notes/bayes.md, "Fitting"): run ``bayes`` on flight_booking's
 tuning seed, label every step with what the simulator knows (the visible progress
 after the step, whether the task was complete, the plan's effective quality), and
 fit every rate of the chain as a line in the effective quality.  The lines of the

@@ -137,7 +137,7 @@ def model_from(info: ModelInfo | None, overrides: Mapping[str, Any]) -> BayesMod
     return BayesModel(**fields)
 
 
-# the task structure fitted on flight_booking, tuning seed 100 (docs/bayes.md, "Fitting");
+# the task structure fitted on flight_booking, tuning seed 100 (docs/notes/bayes.md, "Fitting");
 # the chain at ``stages`` is controllers.bayes.model's FITTED_* (the model's defaults)
 FITTED: dict[str, float] = {
     "productive_base": FITTED_PRODUCTIVE[0],

@@ -1,4 +1,4 @@
-"""The fitting protocol of ``bayes``'s chain at ``stages`` (docs/bayes.md, "Fitting").
+"""The fitting protocol of ``bayes``'s chain at ``stages`` (docs/notes/bayes.md, "Fitting").
 
 Run ``bayes`` on flight_booking's tuning seed, label every step with what the
 simulator knows (the visible progress after the step, whether the task was
@@ -109,7 +109,7 @@ _PREVIOUS_PRODUCTIVE: Any = (0.317, 0.413)
 
 
 # the counts m below ``stages`` of the early entry: bookings are made there on seed 100
-# (docs/bayes.md, "The early entry")
+# (docs/notes/bayes.md, "The early entry")
 EARLY_STAGES = (2, 3)
 
 
@@ -260,7 +260,7 @@ def fit(
 def refit_shipped(
     episodes: int = 2000, rounds: int = 2, seed: int = TUNING_SEED
 ) -> tuple[BayesModel, list[float]]:
-    """The protocol that made the shipped chain (docs/bayes.md, "Fitting").
+    """The protocol that made the shipped chain (docs/notes/bayes.md, "Fitting").
 
     flight_booking's spec with ``bayes`` (failure-only objective), starting from the
     chain shipped before the refit (``_PREVIOUS_*``, no early entry: the first round's

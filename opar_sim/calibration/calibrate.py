@@ -392,7 +392,11 @@ def validation_table(validation: Validation) -> TextTable:
         + (f"; structure {validation.fitted.structure}" if len(validation.structures) > 1 else "")
         + "".join(f", {k} {v:.3f}" for k, v in e.task_params().items()),
     ]
-    return TextTable("calibration checked on held-out tasks", columns, rows, notes, left=1)
+    # on a narrow terminal: the counts and the histogram go, then every cell wraps at "vs"
+    priority = (0, 2, 2, *(0 for _ in range(ks)), 0, 0, 0, 3, 0, 0)
+    return TextTable(
+        "calibration checked on held-out tasks", columns, rows, notes, left=1, priority=priority
+    )
 
 
 def _num(value: float, fmt: str = ".1f") -> str:

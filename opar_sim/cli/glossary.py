@@ -15,13 +15,16 @@ GLOSSARY: dict[str, str] = {
     "δ_plan (delta_plan)": "how far the current plan has drifted from the task, in [0, 1]; a "
     "high value says the plan no longer fits",
     "confidence": "the agent's stated confidence in its evaluation, in [0, 1]",
+    "true progress": "the task's hidden ground truth, in [0, 1], that the agent never sees; "
+    "solid lines in the figures, against the dashed estimate δ_task",
     "task error": "1 − δ_task: what a controller drives to zero",
     "pace error": "how far the current plan lags behind an expected pace of progress: "
     "pace × the plan's age in steps − the δ_task gained since the plan began, clipped to "
     "[0, 1]; what the shipped PID's REPLAN effort acts on (pace 0.17); with pace = 0 the "
-    "PID acts on the task error instead",
+    "PID acts on the task error instead; 'pace err' in the trace viewer and figures",
     "P term, I term, D term": "the PID's proportional (current error × kp), integral "
-    "(accumulated error × ki) and derivative (error trend × kd) parts of its effort",
+    "(accumulated error × ki) and derivative (error trend × kd) parts of its effort; the "
+    "trace viewer labels them so ('p' alone is never the P term: it is a p-value)",
     "effort": "the PID's output, the sum of its terms; above replan_threshold it REPLANs",
     "CONTINUE, REPLAN, TERMINATE": "the three decisions of the Reflect phase: go on with the "
     "plan, make a new plan, stop (done, or give up with give_up)",
@@ -30,7 +33,8 @@ GLOSSARY: dict[str, str] = {
     "settle rule": "the PID's TERMINATE rule: stop once the task error stays within "
     "settle_band for settle_count steps",
     "settling time": "the control-theory measure of true progress: the first time after "
-    "which progress stays within 2 % of its final value (compare --detail)",
+    "which progress stays within 2 % of its final value (compare --detail's 'settling s' and "
+    "'settling step'; unrelated to the settle rule)",
     "confirm": "the stop confirmation shared by every law (spec [guards] confirm = K): a "
     "TERMINATE takes effect only after K stop decisions in a row",
     "screened": "a tuning trial scored on the fast batch engine first; the best few "

@@ -9,6 +9,7 @@ import argparse
 import contextlib
 import errno
 import os
+import re
 import sys
 import tempfile
 import traceback
@@ -28,7 +29,43 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         from opar_sim.cli.commands.common import UsageError
 
-        raise UsageError(message)
+        raise UsageError(message + suggestion(self, message))
+
+
+def _flags(parser: argparse.ArgumentParser) -> list[str]:
+    """Every option string of ``parser`` and of its sub-commands' parsers (those built)."""
+    flags: list[str] = []
+    for action in parser._actions:
+        flags += action.option_strings
+        if isinstance(action, argparse._SubParsersAction):
+            for child in action.choices.values():
+                flags += _flags(child)
+    return sorted(set(flags))
+
+
+def suggestion(parser: argparse.ArgumentParser, message: str) -> str:
+    """`` (did you mean '--episodes'?)`` for a misspelt flag or choice in argparse's message.
+
+    Args:
+        parser: The parser that failed (the top one, for flags it did not recognise).
+        message: argparse's message.
+
+    Returns:
+        The suggestion with a leading space, or an empty string.
+    """
+    from opar_sim.core.errors import did_you_mean
+
+    unknown = re.match(r"unrecognized arguments: (.*)", message)
+    if unknown:
+        flags = [w.split("=")[0] for w in unknown.group(1).split() if w.startswith("-")]
+        if not flags:
+            return ""
+        # a flag another command has (not this one) is not a misspelling of itself
+        return did_you_mean(flags[0], [f for f in _flags(parser) if f != flags[0]])
+    choice = re.search(r"invalid choice: '(.*?)' \(choose from (.*)\)", message)
+    if choice:
+        return did_you_mean(choice.group(1), re.findall(r"'([^']*)'", choice.group(2)))
+    return ""
 
 
 class _Done(Exception):
@@ -96,7 +133,24 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         child = sub.add_parser(entry.name, description=entry.help)  # listed by group above
         if command in (entry.name, "*"):
             entry.load().add_arguments(child)
+            _add_wide(child)
     return parser
+
+
+def _add_wide(parser: argparse.ArgumentParser, nested: bool = False) -> None:
+    """``--wide`` on a command's parser and on its own sub-commands' (``traces compare``)."""
+    parser.add_argument(
+        "--wide",
+        action="store_true",
+        # a sub-command's default must not overwrite a --wide given before it
+        default=argparse.SUPPRESS if nested else False,
+        help=f"print every table column, however wide (default: fit the terminal, "
+        f"{PIPED_WIDTH} columns when piped)",
+    )
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in action.choices.values():
+                _add_wide(child, nested=True)
 
 
 def _command_in(argv: Sequence[str]) -> str | None:
@@ -123,7 +177,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = build_parser(_command_in(argv)).parse_args(argv)
         command = next(c for c in COMMANDS if args.command == c.name).load()
-        status: int = command.run(args, _console())
+        status: int = command.run(args, _console(getattr(args, "wide", False)))
         return status
     except _Done:
         return 0
@@ -161,12 +215,24 @@ def _failed(exc: Exception, args: argparse.Namespace | None) -> int:
     return 70
 
 
-def _console() -> Console:
-    """The console commands print to (rich is imported once a command runs, not for --help)."""
+PIPED_WIDTH = 100  # the width of output that is not a terminal (logs, CI, a pipe to less)
+WIDE = 1_000  # --wide: room for every column of every table
+
+
+def _console(wide: bool = False) -> Console:
+    """The console commands print to (rich is imported once a command runs, not for --help).
+
+    Tables are fitted to its width (``TextTable.fit``): a terminal's own, ``PIPED_WIDTH``
+    when piped; ``--wide`` gives them all the room they need.  Piped, a line of text is
+    never wrapped (a log keeps each message, path and command on one line).
+    """
     from opar_sim.cli.console import SafeConsole
 
-    # a terminal sets its own width; piped output (logs, CI) gets room for the wide tables
-    return SafeConsole() if sys.stdout.isatty() else SafeConsole(width=160)
+    if wide:
+        return SafeConsole(width=WIDE, soft_wrap=not sys.stdout.isatty())
+    if sys.stdout.isatty():
+        return SafeConsole()
+    return SafeConsole(width=PIPED_WIDTH, soft_wrap=True)
 
 
 def _say(text: str) -> None:

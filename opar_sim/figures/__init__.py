@@ -58,9 +58,9 @@ CAPTIONS = {
     "(1 − δ_task) and the true error 1 − p (top, 0–1); P, I, D and the effort u against the "
     "REPLAN threshold (bottom, dimensionless).",
     "phase": "The estimated error e = 1 − δ_task (0–1) against its change Δe per loop "
-    "iteration. Grey: density of all steps; thin arrows: single episodes from a green start "
-    "to a black cross; thick arrows: the median path. Converging loops run into the origin, "
-    "oscillating ones circle.",
+    "iteration, every law on one panel. Grey: density of all steps; coloured arrows: each "
+    "law's median path; X: the median of its last steps, where it stops. Converging loops "
+    "run into the origin, oscillating ones circle, a law that stops early stops right of it.",
     "outcomes": "Outcomes judged from the hidden ground truth, as a share of episodes (%).",
     "pareto": "Mean tokens per episode (cost) against success rate (%), with 95 % intervals. "
     "The ringed controllers form the achievable front: no other real law beats them on both. "

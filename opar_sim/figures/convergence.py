@@ -91,6 +91,15 @@ HOLD_RULE = (
     "an episode that has ended is held at its final value, so each panel shows where "
     "all of its episodes stand"
 )
+# how to read the figure, on it: the lesson, and the one feature that looks like a bug
+CAPTION = (
+    "how to read it: where the dashed estimate runs above the solid truth the agent is "
+    "over-confident, and a law that stops on its estimate stops too early"
+)
+DIP_NOTE = (
+    "the median true progress can fall: a REPLAN that starts a new search wipes the "
+    "shortlist found so far"
+)
 
 
 def _band(ax: Any, x: np.ndarray, rows: np.ndarray, color: str, estimate: np.ndarray) -> None:
@@ -141,7 +150,8 @@ def convergence_figure(traces: Mapping[str, Sequence[EpisodeTrace]], title: str)
         _band(by_time, grid, true_t, color, est_t)
         by_step.set_gid(f"ctl--{name}--conv-step")
         by_time.set_gid(f"ctl--{name}--conv-time")
-        by_step.set_ylabel(f"{name} (n={len(eps)})\nprogress (0–1)", fontsize=9)
+        by_step.set_ylabel("progress (0–1)", fontsize=9)
+        by_step.set_title(f"{name}: {len(eps)} episodes", loc="left", fontsize=9)
     for ax in axes.ravel():
         ax.axhline(1.0, color="0.4", lw=0.8, ls=":")
         ax.set_ylim(-0.02, 1.05)
@@ -149,13 +159,20 @@ def convergence_figure(traces: Mapping[str, Sequence[EpisodeTrace]], title: str)
     axes[-1][0].set_xlabel("loop iteration (step)")
     axes[-1][0].xaxis.set_major_locator(MaxNLocator(integer=True))
     axes[-1][1].set_xlabel("simulated time (s)")
-    axes[0][0].set_title("against loop iterations", fontsize=10)
-    axes[0][1].set_title("against simulated time", fontsize=10)
+    axes[0][0].set_title("against loop iterations", fontsize=10, loc="right")
+    axes[0][1].set_title("against simulated time", fontsize=10, loc="right")
     handles = [
-        Line2D([], [], color="0.2", lw=2, label="true progress p (hidden): median"),
-        Patch(color="0.2", alpha=0.22, label="p: interquartile band"),
+        Line2D([], [], color="0.2", lw=2, label="true progress (hidden): median"),
+        Patch(color="0.2", alpha=0.22, label="true progress: interquartile band"),
         Line2D([], [], color="0.2", lw=1.4, ls="--", label="agent's estimate δ_task: median"),
     ]
-    fig.suptitle(f"{title}\n{HOLD_RULE}", fontsize=11)
-    fig.legend(handles=handles, loc="outside lower center", ncols=3, fontsize=8)
+    fig.suptitle(f"{title}\n{CAPTION}", fontsize=11)
+    fig.legend(
+        handles=handles,
+        loc="outside lower center",
+        ncols=3,
+        fontsize=8,
+        title=f"{HOLD_RULE}; {DIP_NOTE}",
+        title_fontsize=8,
+    )
     return fig

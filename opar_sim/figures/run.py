@@ -34,7 +34,8 @@ def write_run_figures(
 
     if traces is None:
         traces = traces_from_files(spec, out)
-    title = f"{spec.name}: progress per loop iteration ({spec.episodes} episodes each)"
+    laws = ", ".join(traces)
+    title = f"{spec.name}: true progress and the agent's estimate of it, under {laws}"
     written = save(convergence_figure(traces, title), str(out / "progress"))
     if spec.reflexion.attempts > 1:
         rows: dict[str, list[tuple[int, int, bool]]] = {}

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -102,7 +101,9 @@ def pid_terms_figure(
     steps = trace.step
     error = trace.terms.get("error", 1.0 - np.nan_to_num(trace.estimate))
     top.plot(steps, error, "o-", color="C3", label="error e = 1 − δ_task")
-    top.plot(steps, 1.0 - trace.progress, "s:", color="0.4", label="true error 1 − p")
+    top.plot(steps, 1.0 - trace.progress, "s:", color="0.4", label="true error 1 − progress")
+    if "lag" in trace.terms:  # what a PID with pace > 0 acts on
+        top.plot(steps, trace.terms["lag"], "^-", color="C2", ms=3, label="pace err")
     if settle_band is not None:
         top.axhspan(
             0, settle_band, color="C2", alpha=0.12, label=f"settle band (e ≤ {settle_band})"
@@ -182,11 +183,11 @@ def median_path(traces: Sequence[EpisodeTrace]) -> tuple[np.ndarray, np.ndarray]
     return np.array(es), np.array(des)
 
 
-def _arrows(ax: Any, x: np.ndarray, y: np.ndarray, color: str, alpha: float, width: float) -> None:
-    """Arrows from each point to the next: the direction of travel."""
+def _arrows(ax: Any, x: np.ndarray, y: np.ndarray, color: str, alpha: float, width: float) -> Any:
+    """Arrows from each point to the next: the direction of travel (None: fewer than 2)."""
     if len(x) < 2:
-        return
-    ax.quiver(
+        return None
+    return ax.quiver(
         x[:-1],
         y[:-1],
         np.diff(x),
@@ -203,12 +204,15 @@ def _arrows(ax: Any, x: np.ndarray, y: np.ndarray, color: str, alpha: float, wid
 
 
 def phase_figure(traces: Mapping[str, Sequence[EpisodeTrace]], title: str) -> Figure:
-    """The estimated error e against its trend Δe per step, one panel per controller.
+    """The estimated error e against its trend Δe per step: every law on one panel.
 
-    Grey hexagons: the density of every kept episode's steps; thin arrows: the
-    first ``PHASE_EPISODES`` episodes, from a green start to a black cross; thick
-    black arrows: the median path.  A converging loop runs from the right into the
-    origin; a thrashing one circles.
+    Every law reads the same agent's estimate, so panel by panel their portraits look
+    alike; drawn together, what a law changes shows: its median path (coloured arrows,
+    while at least half its episodes still run) and where it stops (its coloured X: the
+    median of its episodes' last steps).  Grey hexagons are the density of every kept
+    step.  With one law, its first ``PHASE_EPISODES`` episodes are drawn too, from a
+    green start to a black cross.  A converging loop runs from the right into the origin;
+    a thrashing one circles; a law that stops early stops right of the origin.
 
     Args:
         traces: Per controller, the kept episodes' trajectories.
@@ -217,66 +221,70 @@ def phase_figure(traces: Mapping[str, Sequence[EpisodeTrace]], title: str) -> Fi
     Returns:
         The figure, not yet saved (``style.save`` writes it).
     """
-    names = [n for n, ts in traces.items() if ts]
-    cols = min(3, max(len(names), 1))
-    rows = math.ceil(max(len(names), 1) / cols)
-    fig, axes = new_figure(
-        rows, cols, figsize=(4.4 * cols, 3.9 * rows + 0.6), sharex=True, sharey=True
-    )
-    axes = np.atleast_1d(axes).ravel()
+    names = [n for n, ts in traces.items() if any(len(t) for t in ts)]
+    fig, ax = new_figure(1, 1, figsize=(9, 6.2))
     colors = controller_colors(list(traces))
-    for ax, name in zip(axes, names, strict=False):
-        kept = [t for t in traces[name] if len(t)]
-        all_e = np.concatenate([_phase_points(t)[0] for t in kept]) if kept else np.zeros(0)
-        all_de = np.concatenate([_phase_points(t)[1] for t in kept]) if kept else np.zeros(0)
-        if all_e.size:
-            ax.hexbin(
-                all_e,
-                all_de,
-                gridsize=22,
-                cmap="Greys",
-                bins="log",
-                mincnt=1,
-                alpha=0.55,
-                extent=(-0.05, 1.05, -1.05, 1.05),
-                linewidths=0,
-            )
-        for t in kept[:PHASE_EPISODES]:
-            e, de = _phase_points(t)
-            _arrows(ax, e, de, colors[name], 0.55, 0.004)
-            ax.plot(e[0], de[0], "o", color="#31a354", ms=5, mec="white", mew=0.6)
-            ax.plot(e[-1], de[-1], "x", color="k", ms=5)
-        me, mde = median_path(kept)
-        _arrows(ax, me, mde, "k", 0.9, 0.009)
-        ax.axhline(0, color="0.5", lw=0.6)
-        ax.axvline(0, color="0.5", lw=0.6)
-        ax.set_title(
-            f"{name} ({len(kept)} episodes; {min(PHASE_EPISODES, len(kept))} drawn)", fontsize=10
+    kept = {name: [t for t in traces[name] if len(t)] for name in names}
+    points = [_phase_points(t) for ts in kept.values() for t in ts]
+    if points:
+        ax.hexbin(
+            np.concatenate([e for e, _ in points]),
+            np.concatenate([de for _, de in points]),
+            gridsize=26,
+            cmap="Greys",
+            bins="log",
+            mincnt=1,
+            alpha=0.45,
+            extent=(-0.05, 1.05, -1.05, 1.05),
+            linewidths=0,
         )
-        ax.set_gid(f"ctl--{name}--phase")
-        ax.grid(alpha=0.3)
-    for ax in axes[len(names) :]:
-        ax.set_visible(False)
-    for ax in axes[: len(names)]:
-        ax.set_xlim(-0.05, 1.05)
-        ax.set_xlabel("error e = 1 − δ_task (0–1)")
-        if ax.get_subplotspec().is_first_col():
-            ax.set_ylabel("error trend Δe (per loop iteration)")
-    handles = [
-        Line2D([], [], color="#31a354", marker="o", ls="", label="first step"),
-        Line2D([], [], color="k", marker="x", ls="", label="last step"),
-        Line2D(
-            [],
-            [],
-            color="0.4",
-            marker=r"$\rightarrow$",
-            ls="",
-            ms=12,
-            label=f"one episode (first {PHASE_EPISODES})",
-        ),
-        Line2D([], [], color="k", lw=2.5, label="median path (while ≥ half still run)"),
-        Patch(color="0.6", label="density of all steps (log)"),
-    ]
-    fig.legend(handles=handles, loc="outside lower center", ncols=5, fontsize=8)
-    fig.suptitle(title)
+    handles: list[Any] = []
+    for name in names:
+        if len(names) == 1:
+            for t in kept[name][:PHASE_EPISODES]:
+                e, de = _phase_points(t)
+                _arrows(ax, e, de, colors[name], 0.45, 0.003)
+                ax.plot(e[0], de[0], "o", color="#31a354", ms=5, mec="white", mew=0.6)
+                ax.plot(e[-1], de[-1], "x", color="k", ms=5)
+        me, mde = median_path(kept[name])
+        median = _arrows(ax, me, mde, colors[name], 0.95, 0.007)
+        if median is not None:  # the report highlights a law's artists by this id
+            median.set_gid(f"ctl--{name}--phase")
+        last = np.array([[p[0][-1], p[1][-1]] for p in map(_phase_points, kept[name])])
+        stop = np.median(last, axis=0)
+        ax.plot(*stop, "X", color=colors[name], ms=13, mec="k", mew=0.8, zorder=5)[0].set_gid(
+            f"ctl--{name}--phase-stop"
+        )
+        handles.append(
+            Line2D(
+                [],
+                [],
+                color=colors[name],
+                marker="X",
+                mec="k",
+                ms=9,
+                lw=2.5,
+                label=f"{name} ({len(kept[name])} episodes): stops at median e = {stop[0]:.2f}",
+            )
+        )
+    ax.set_gid("phase")
+    ax.axhline(0, color="0.5", lw=0.6)
+    ax.axvline(0, color="0.5", lw=0.6)
+    ax.set_xlim(-0.05, 1.05)
+    ax.set_ylim(-1.05, 1.05)
+    ax.set_xlabel("error e = 1 − δ_task (0–1)")
+    ax.set_ylabel("error trend Δe (per loop iteration)")
+    ax.grid(alpha=0.3)
+    handles.append(Patch(color="0.6", label="density of all steps (log)"))
+    if len(names) == 1:
+        handles += [
+            Line2D([], [], color="#31a354", marker="o", ls="", label="first step"),
+            Line2D([], [], color="k", marker="x", ls="", label="last step"),
+        ]
+    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)
+    fig.suptitle(
+        f"{title}\narrows: each law's median path; X: where it stops (the laws share the "
+        "agent's estimate: where they stop is what differs)",
+        fontsize=10,
+    )
     return fig

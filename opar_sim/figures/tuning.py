@@ -113,13 +113,20 @@ def _sweep_heatmaps(
     return fig
 
 
-def tune_history(numbers: Sequence[int], scores: Sequence[float], title: str) -> Figure:
-    """Each trial's objective and the best so far.
+def tune_history(
+    numbers: Sequence[int],
+    scores: Sequence[float],
+    title: str,
+    current: tuple[float, str] | None = None,
+) -> Figure:
+    """Each trial's objective, the best so far, and the current gains' as a line.
 
     Args:
         numbers: The trial numbers.
         scores: Each trial's training objective.
         title: The figure's title.
+        current: The spec's current gains' objective and where it was measured (a line
+            the search has to get below), or None.
 
     Returns:
         The figure, not yet saved (``style.save`` writes it).
@@ -133,8 +140,11 @@ def tune_history(numbers: Sequence[int], scores: Sequence[float], title: str) ->
         color="tab:red",
         label="best so far",
     )
+    if current is not None:
+        value, where = current
+        ax.axhline(value, color="0.3", ls="--", lw=1.2, label=f"current gains ({where})")
     ax.set_xlabel("trial")
-    ax.set_ylabel("objective on training seeds (lower is better)")
+    ax.set_ylabel("objective (lower is better)")
     ax.set_title(title)
     ax.grid(alpha=0.3)
     ax.legend()
@@ -148,10 +158,12 @@ def tune_landscape(
     names: tuple[str, str],
     best: tuple[float, float],
     title: str,
+    log: tuple[bool, bool] = (False, False),
 ) -> Figure:
     """The objective over the two most important parameters, one point per trial.
 
-    An axis spanning more than a factor of 20 is drawn on a log scale.
+    An axis is logarithmic only where the search space is (``log``): a parameter searched
+    linearly is drawn on a linear axis.
 
     Args:
         x: Each trial's value of the first parameter.
@@ -160,6 +172,7 @@ def tune_landscape(
         names: The two parameters' dotted paths, for the axis labels.
         best: The best trial's values, marked with a star.
         title: The figure's title.
+        log: Whether each parameter is searched on a log scale.
 
     Returns:
         The figure, not yet saved (``style.save`` writes it).
@@ -172,11 +185,11 @@ def tune_landscape(
     fig.colorbar(points, ax=ax, label="objective (lower is better)")
     ax.set_xlabel(names[0])
     ax.set_ylabel(names[1])
-    if min(x) > 0 and max(x) / min(x) > 20:
+    if log[0] and min(x) > 0:
         ax.set_xscale("log")
-    if min(y) > 0 and max(y) / min(y) > 20:
+    if log[1] and min(y) > 0:
         ax.set_yscale("log")
-    ax.set_title(title)
+    ax.set_title(title, fontsize=10)
     ax.legend(loc="best")
     return fig
 

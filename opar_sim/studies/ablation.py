@@ -367,4 +367,6 @@ def ablation_table(results: Sequence[ArmResult], episodes: int, seed: int) -> Te
         "settle = consecutive readings inside the settle band before TERMINATE "
         "(1: no confirmation)",
     ]
-    return TextTable("PID ablation", columns, rows, notes, left=1, bold=False)
+    # on a narrow terminal the gains go first (the arm's label names what it removes)
+    priority = (0, 2, 2, 2, 0, 0, 3, 1, 0, 2, 1)
+    return TextTable("PID ablation", columns, rows, notes, left=1, bold=False, priority=priority)

@@ -236,18 +236,20 @@ class TuneResult:
             "ties best: objective interval against the best setting includes 0; "
             "rN: the replicate(s) whose search found the setting"
         ]
-        return TextTable("held out", columns, rows, notes, left=1, bold=False)
+        return TextTable(
+            "held out", columns, rows, notes, left=1, bold=False, priority=(0, 0, 2, 0, 1, 1, 2, 2)
+        )
 
     def replicates_table(self) -> TextTable:
         """Each replicate: its seeds, its best setting and training objective, its race."""
-        columns = ["replicate", "training seed", "sampler seed", "train objective", "best gains"]
+        columns = ["replicate", "best gains", "train objective", "training seed", "sampler seed"]
         rows = [
             [
                 f"r{r.index}",
+                _gains(r.best_params),
+                f"{r.best_train_score:.4f}",
                 str(r.train_seed),
                 str(r.sampler_seed),
-                f"{r.best_train_score:.4f}",
-                _gains(r.best_params),
             ]
             for r in self.replicates
         ]
@@ -256,7 +258,7 @@ class TuneResult:
             if self.engine == "batch"
             else []
         )
-        return TextTable("replicates", columns, rows, notes, left=1, bold=False)
+        return TextTable("replicates", columns, rows, notes, left=2, bold=False)
 
     def race_table(self) -> TextTable:
         """Each round of the race: every arm's objective and success on its episodes."""

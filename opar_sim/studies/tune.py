@@ -246,7 +246,11 @@ def plan_tuning(
     """
     label = label or spec.name
     if spec.tune is None:
-        raise SpecError(f"{label}: no [tune] table: nothing to tune")
+        raise SpecError(
+            f"{label}: no [tune] table: nothing to tune; start from "
+            "experiments/tune_pid.toml (the PID's gains on flight_booking) or copy its [tune] "
+            "table into this spec"
+        )
     overrides = (
         ("trials", budget.trials),
         ("sampler", budget.sampler),

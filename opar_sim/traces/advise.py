@@ -406,7 +406,7 @@ class Advice:
         notes = [self.note or f"* the smallest cap keeping {self.share:.0%} of the successes"]
         if len(table) < len(rows):
             notes.append(f"{len(table)} of {len(rows)} caps shown; every cap in advise.json")
-        return TextTable(f"{signal} caps", columns, table, notes)
+        return TextTable(f"{signal} caps", columns, table, notes, priority=(0, 1, 0, 0, 2))
 
     def restart_table(self) -> TextTable:
         """Restarting at a few cutoffs (and the best) against continuing, with the verdict."""

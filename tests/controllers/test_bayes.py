@@ -386,7 +386,7 @@ def test_predicted_success_is_inside_the_simulators_interval_on_a_held_out_seed(
     the 95 % intervals of seeds 200 (600 episodes: 81.0 % [77.7, 83.9]), 7 (82.8 %
     [78.7, 86.1]) and 300 (2,000: 81.7 % [79.9, 83.3]) and of the three pooled; before
     it (83.5 %) it was outside those of seeds 200 and 300 and of the pool
-    (docs/bayes.md, "Predicted against simulated").
+    (docs/notes/bayes.md, "Predicted against simulated").
     """
     from opar_sim.measure.stats import wilson_interval
     from opar_sim.running.runner import simulate

@@ -15,7 +15,11 @@ import pytest
 
 from tests.conftest import ROOT
 
-PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+PAGES = [
+    ROOT / "README.md",
+    *sorted((ROOT / "docs").glob("*.md")),
+    *sorted((ROOT / "docs" / "notes").glob("*.md")),
+]
 LINK = re.compile(r"!?\[(?:[^\]\[]|\[[^\]]*\])*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")
 FENCE = re.compile(r"^(```|~~~).*?^\1\s*$", re.S | re.M)
 COMMENT = re.compile(r"<!--.*?-->", re.S)

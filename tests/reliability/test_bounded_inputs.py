@@ -105,7 +105,7 @@ def test_advise_on_three_runs_of_2000_turns_is_quick(tmp_path, capsys):
     source = write_runs(tmp_path / "r3.jsonl", runs)
     import_traces(source, "openai-chat", tmp_path / "r3")
     start = time.process_time()
-    status, out, err = cli(["advise", tmp_path / "r3"], capsys)
+    status, out, err = cli(["advise", tmp_path / "r3", "--detail"], capsys)
     assert status == 0, err
     assert time.process_time() - start < 20
     assert "restart at a cutoff vs continue (budget 2001 turns)" in out
@@ -132,7 +132,7 @@ def test_advise_budget_ceiling_is_checked_before_anything_is_allocated(tau, caps
 
 def test_advise_at_the_budget_ceiling_finishes(tau, capsys):
     start = time.process_time()
-    status, out, err = cli(["advise", tau, "--budget", "1000000"], capsys)
+    status, out, err = cli(["advise", tau, "--budget", "1000000", "--detail"], capsys)
     assert status == 0, err
     assert time.process_time() - start < 20
     assert "budget 1000000 turns" in out

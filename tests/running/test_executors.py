@@ -51,6 +51,9 @@ def test_a_small_run_picks_serial_by_itself_and_says_so(tmp_path, capsys, monkey
     opened = _record(monkeypatch)
     assert main(["run", SPEC, "--episodes", "30", "--out", str(tmp_path / "r")]) == 0
     assert opened == [ExecutorConfig("serial", 1)]
+    assert "run serially" not in capsys.readouterr().out  # the result first: no executor note
+    argv = ["run", SPEC, "--episodes", "30", "--out", str(tmp_path / "v"), "--verbose"]
+    assert main(argv) == 0
     out = capsys.readouterr().out
     assert "30 episodes run serially" in out and "--workers N" in out
 

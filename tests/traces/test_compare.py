@@ -63,3 +63,4 @@ def test_compare_prints_both_columns(simulated: Path, tmp_path: Path, capsys) ->
     assert main(["traces", "compare", str(imported), str(simulated)]) == 0
     out = capsys.readouterr().out
     assert "gpt-4o" in out and "pass^4" in out and "runs repeating an identical call" in out
+    assert "…" not in out  # fitted to 100 columns, nothing cut

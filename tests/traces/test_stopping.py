@@ -152,5 +152,9 @@ def test_bad_laws_and_cli(imported: Path, capsys: pytest.CaptureFixture[str]) ->
     assert (imported / "frontier.png").is_file() and (imported / "replay_laws.json").is_file()
     assert main(["replay", str(imported), "--laws", "steps:x"]) == 2
     assert main(["advise", str(imported), "--share", "0.9"]) == 0
+    out = capsys.readouterr().out
+    assert "the smallest caps keeping 90% of the recorded successes" in out
+    assert len(out.splitlines()) <= 8 and "restarts: " in out and "--detail" in out
+    assert main(["advise", str(imported), "--share", "0.9", "--detail"]) == 0
     assert "smallest caps keeping 90%" in capsys.readouterr().out
     assert main(["advise", str(imported), "--share", "2"]) == 2

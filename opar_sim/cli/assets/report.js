@@ -237,12 +237,16 @@
     }
     return out;
   }
+  // the PID's terms as the glossary names them: 'p' is the P term, never a p-value
+  const TERM_LABELS = new Map([['p', 'P term'], ['i', 'I term'], ['d', 'D term'], ['effort', 'effort'],
+    ['error', 'task error'], ['lag', 'pace err'], ['accumulated', 'accumulated error']]);
+  const termLabel = (name) => TERM_LABELS.get(name) || name;
   function termsCell(tr, i, m) {
     const out = [];
     for (const [name, col] of Object.entries(tr.terms || {})) {
       const v = Array.isArray(col) ? num(col[i]) : null;
       if (v === null) continue;
-      const line = [name + ' ' + fmt(v, 3)];
+      const line = [termLabel(name) + ' ' + fmt(v, 3)];
       if (name === 'effort' && m.replan_threshold !== null) {
         const over = v >= m.replan_threshold;
         line.push(' ', h('span', {class: over ? 'over' : ''}, (over ? '≥' : '<') + ' ' + m.replan_threshold +
@@ -288,16 +292,16 @@
       (p.a !== '1' ? ', attempt ' + p.a : ''), ...(ep ? [': ', h('b', null, ep.outcome), ', ' + ep.steps +
       ' steps, ' + ep.tokens + ' tokens, ' + fmt(ep.sim, 1) + ' simulated s'] : [])));
     content.push(chart(tr.st, [
-      {label: 'hidden progress p', values: tr.p, color: '#555'},
+      {label: 'true progress (hidden)', values: tr.p, color: '#555'},
       {label: "agent's estimate δ_task", values: tr.d, color: color(get(D.colors, p.c), '#1f77b4'), dash: true},
     ], 1.0, marks));
     const termSeries = [];
     const palette = new Map([['p', '#1f77b4'], ['i', '#ff7f0e'], ['d', '#9467bd'], ['effort', '#000'],
-      ['error', '#d62728']]);
+      ['error', '#d62728'], ['lag', '#2ca02c']]);
     let yMax = 1.0, yMin = 0.0;
     for (const [name, col] of Object.entries(tr.terms || {})) {
       if (!palette.has(name) || !Array.isArray(col)) continue;
-      termSeries.push({label: name, values: col, color: palette.get(name)});
+      termSeries.push({label: termLabel(name), values: col, color: palette.get(name)});
       for (const v of col) if (num(v) !== null) { yMax = Math.max(yMax, v); yMin = Math.min(yMin, v); }
     }
     if (m.replan_threshold !== null && own(tr.terms, 'effort')) {

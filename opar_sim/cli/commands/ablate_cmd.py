@@ -68,7 +68,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
     )
     out.mkdir(parents=True, exist_ok=True)
     write_json(out / "ablation.json", result.to_dict())
-    console.print(result.table().to_rich())
+    console.print(result.table())
     console.print(f"wall time: {result.wall_seconds:.0f} s")
     console.print(f"ablation directory: [green]{escape(str(out))}[/]")
     return 0

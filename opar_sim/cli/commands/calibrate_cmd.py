@@ -140,7 +140,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
     write_bytes(result.path / "calibrated.toml", result.snippet.encode())
     write_json(result.path / "calibration.json", result.to_dict())
     console.print(result.snippet, highlight=False, markup=False)
-    console.print(result.table().to_rich())
+    console.print(result.table())
     console.print(result.verdict(), highlight=False)
     console.print(f"wrote {result.path / 'calibrated.toml'}", highlight=False)
     return 0

@@ -132,7 +132,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
     write_json(out / f"{name}.json", result.to_dict())
     for table in (result.table(), getattr(result, "exploratory_table", lambda: None)()):
         if table is not None:
-            console.print(table.to_rich())
+            console.print(table)
     console.print(f"wall time: {time.perf_counter() - started:.0f} s")
     console.print(f"{name}: [green]{escape(str(out / f'{name}.json'))}[/]")
     return 0

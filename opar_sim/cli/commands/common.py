@@ -100,6 +100,11 @@ def add_executor_flags(parser: argparse.ArgumentParser) -> None:
         type=int_at_least(1),
         help="worker processes (default: one per core; 1 = serial)",
     )
+    parser.add_argument(
+        "--verbose",
+        action="store_true",
+        help="also say how the episodes are run (serially or on a pool, and why)",
+    )
     where = parser.add_mutually_exclusive_group()
     where.add_argument("--scheduler", metavar="ADDRESS", help="run on an existing Dask cluster")
     where.add_argument("--dask-local", action="store_true", help="run on a local Dask cluster")

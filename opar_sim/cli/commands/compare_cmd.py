@@ -94,11 +94,12 @@ def run(args: argparse.Namespace, console: Console) -> int:
     analysis = analyze(result.out, thrash_k=args.thrash_k)
     if len(spec.controller_list()) > 1:
         paired = against_reference(result.out, reference)
-        console.print(reference_table(paired, reference).to_rich())
-    console.print(comparison_table(analysis).to_rich())
+        console.print(reference_table(paired, reference))
+    console.print(comparison_table(analysis))
     if args.detail:
-        console.print(response_table(analysis).to_rich())
-        console.print(world_table(analysis).to_rich())
+        console.print(response_table(analysis))
+        if max(m.trials for m in analysis.controllers.values()) > 1:  # else 0/1 or 1/1
+            console.print(world_table(analysis))
     metrics = write_metrics(analysis, result.out / "metrics.json")
     console.print(f"metrics: [green]{escape(str(metrics))}[/]")
     from opar_sim.figures import write_figures  # matplotlib only when drawing

@@ -55,6 +55,6 @@ def run(args: argparse.Namespace, console: Console) -> int:
     from opar_sim.figures.style import save
 
     paths = save(precision_recall_figure(result.points(), title), str(out / "precision_recall"))
-    console.print(result.table().to_rich())
+    console.print(result.table())
     console.print(f"wall time: {result.wall_seconds:.0f} s; figure: [green]{paths[0]}[/]")
     return 0

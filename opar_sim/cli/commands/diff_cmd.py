@@ -106,5 +106,5 @@ def run(args: argparse.Namespace, console: Console) -> int:
     if args.json:
         console.print_json(json.dumps(_as_json(d)))
     else:
-        console.print(diff_table(d).to_rich())
+        console.print(diff_table(d))
     return 0

@@ -29,5 +29,5 @@ def run(args: argparse.Namespace, console: Console) -> int:
     rows = [[term, text] for term, text in GLOSSARY.items() if wanted in term.lower()]
     if not rows:
         raise UsageError(f"glossary: no term contains {args.term!r}; terms: {', '.join(GLOSSARY)}")
-    console.print(TextTable("glossary", ["term", "meaning"], rows, [], left=2).to_rich())
+    console.print(TextTable("glossary", ["term", "meaning"], rows, [], left=2))
     return 0

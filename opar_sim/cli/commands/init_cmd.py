@@ -36,7 +36,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     for path in written:
-        console.print(f"wrote [green]{escape(str(path))}[/]")
+        console.print(f"wrote [green]{escape(str(path))}[/]", soft_wrap=True)
     module, test = written
     ref = f"{module}:{class_name(args.name)}"
     if args.kind == "controller":
@@ -44,6 +44,8 @@ def run(args: argparse.Namespace, console: Console) -> int:
     else:
         use = f'in a spec: [task] name = "{ref}", then opar-sim run SPEC'
     python = Path(sys.executable)  # the interpreter opar-sim runs in: it has what the test needs
-    console.print(f"test it: [cyan]{escape(f'{python} {test}')}[/] (or pytest {escape(str(test))})")
-    console.print(f"use it: [cyan]{escape(use)}[/]")
+    # commands to copy: one line each, never wrapped at the terminal's width
+    test_it = f"test it: [cyan]{escape(f'{python} {test}')}[/] (or pytest {escape(str(test))})"
+    console.print(test_it, soft_wrap=True)
+    console.print(f"use it: [cyan]{escape(use)}[/]", soft_wrap=True)
     return 0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import re
 
 from rich.console import Console
 
@@ -28,14 +29,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("kind", nargs="?", choices=KINDS, help="list only this kind")
 
 
+def plain(text: str) -> str:
+    """A docstring's summary as prose: ``name`` and `name` written 'name'."""
+    return re.sub(r"``?([^`]+?)``?", r"'\1'", text)
+
+
 def run(args: argparse.Namespace, console: Console) -> int:
     """Print one table per kind (tasks and controllers first)."""
     parts = catalogue()
     order = ["tasks", "controllers", *(k for k in KINDS if k not in ("tasks", "controllers"))]
     for kind in [args.kind] if args.kind else order:
-        rows = [[name, about] for name, about in parts[kind]]
+        rows = [[name, plain(about)] for name, about in parts[kind]]
         table = TextTable(kind, ["name", HEADINGS.get(kind, "what it is")], rows, [], left=2)
-        console.print(table.to_rich())
+        console.print(table)
     for kind, name, why in plugin_failures():
         console.print(
             f"plugin {name!r} ({kind}) failed to load and is skipped: {why}",

@@ -96,7 +96,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
     with progress_bar(console, unit="") as bar:
         job = bar.add_task("trials", total=args.trials * len(plan.names))
         result = plan.run(config, lambda: bar.advance(job))
-    console.print(result.table().to_rich())
+    console.print(result.table())
     if args.write is not None:
         write_json(args.write, result.to_dict())
         console.print(f"record: [green]{args.write}[/]")

@@ -57,7 +57,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
     test = result.relay
     figure = tuning.relay_figure(test.outputs, test.inputs, result.responses(), spec.name)
     figures = save(figure, str(out / "relay"))
-    console.print(result.table().to_rich())
+    console.print(result.table())
     console.print(f"relay directory: [green]{escape(str(out))}[/]")
     for f in figures:
         console.print(f"figure: [green]{escape(str(f))}[/]")

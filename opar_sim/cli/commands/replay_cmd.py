@@ -71,7 +71,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
     write_bytes(out, lines.encode("utf-8"), inside=recorded.path)
     counts = tally(replayed)
     verdicts, outcomes = _verdict_tables(counts, args.controller)
-    console.print(verdicts.to_rich())
+    console.print(verdicts)
     checkable = counts["checkable"]
     console.print(
         f"checkable (outcome known): {checkable['checkable']}, "
@@ -81,7 +81,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
     inexact = exactness(recorded.spec)
     if inexact is not None:
         console.print(f"note: verdicts are not exact: {inexact}", highlight=False)
-    console.print(outcomes.to_rich())
+    console.print(outcomes)
     console.print(f"wrote {out}", highlight=False)
     return 0
 
@@ -134,7 +134,7 @@ def run_laws(args: argparse.Namespace, console: Console) -> int:
     laws = parse_stopping_laws(args.laws)
     runs = load_costs(args.rundir, args.of)
     results = evaluate(runs, laws)
-    console.print(_frontier_table(runs, results).to_rich())
+    console.print(_frontier_table(runs, results))
     console.print(
         "registered controllers that cannot run on trace signals: "
         + "; ".join(f"{name} ({why})" for name, why in UNOBSERVABLE.items()),

@@ -86,7 +86,7 @@ def execute(
         + (f" × {spec.trials} trials" if spec.trials > 1 else "")
         + f", seed {spec.seed}"
     )
-    if note:
+    if note and getattr(args, "verbose", False):  # how it runs: not before the result
         console.print(note, markup=False, highlight=False)
     for caution in build(spec).cautions:  # a fitted law run outside its fit says so first
         console.print(f"caution: {caution}", markup=False, highlight=False, style="yellow")
@@ -108,9 +108,9 @@ def execute(
             keep_traces=FIGURE_EPISODES,  # the figure's trajectories, collected as it runs
         )
     if tables:
-        console.print(summary_table(result.summary, f"{spec.name}: means per episode").to_rich())
+        console.print(summary_table(result.summary, f"{spec.name}: means per episode"))
         outcomes = {name: s["outcomes"] for name, s in result.summary.items()}
-        console.print(outcome_table(outcomes).to_rich())
+        console.print(outcome_table(outcomes))
     console.print(f"run directory: [green]{escape(str(result.out))}[/]")
     from opar_sim.figures.run import write_run_figures  # matplotlib only when drawing
 

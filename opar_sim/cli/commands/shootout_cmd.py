@@ -118,6 +118,24 @@ def contenders_of(text: str | None) -> list[str]:
     return names
 
 
+def refuse_ignored_tables(spec: ExperimentSpec, label: str) -> None:
+    """A spec whose ``[sweep]`` or ``[[compare]]`` the shoot-out would not honour is refused.
+
+    The shoot-out tunes the laws of ``--controllers`` on the spec's one task; a sweep over
+    tasks, or a list of laws in the spec, would be silently ignored otherwise.
+
+    Raises:
+        UsageError: naming the tables and what to run instead.
+    """
+    tables = (["[sweep]"] if spec.sweep else []) + (["[[compare]]"] if spec.compare else [])
+    if tables:
+        raise UsageError(
+            f"{label}: shootout does not read {' or '.join(tables)} (it tunes the laws of "
+            "--controllers on the spec's one task): run `opar-sim sweep` on this spec, or "
+            "give shootout a spec without them, e.g. experiments/flight_booking.toml"
+        )
+
+
 def run(args: argparse.Namespace, console: Console) -> int:
     """Tune each contender, score all on the held-out seeds, print and write the ranking.
 
@@ -131,6 +149,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
     except ImportError:
         raise UsageError(f"optuna is not installed: {install_hint('tune')}") from None
     spec = load_spec(args.spec)
+    refuse_ignored_tables(spec, args.spec)
     plan = _plan(args, spec, console)
     out: Path = args.out or default_out(f"{spec.name}-shootout")
     prepare_out_dir(out)
@@ -210,10 +229,10 @@ def _figure(out: Path, result: ShootoutResult) -> list[str]:
 
 
 def _show(console: Console, out: Path, result: ShootoutResult, figures: list[str]) -> None:
-    console.print(result.table().to_rich())
-    console.print(result.comparisons_table().to_rich())
-    console.print(result.defaults_table().to_rich())
-    console.print(result.params_table().to_rich())
+    console.print(result.table())
+    console.print(result.comparisons_table())
+    console.print(result.defaults_table())
+    console.print(result.params_table())
     console.print(f"wall time: {result.wall_seconds:.0f} s")
     console.print(f"shoot-out directory: [green]{escape(str(out))}[/]")
     for figure in figures:

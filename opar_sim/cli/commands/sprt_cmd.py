@@ -87,7 +87,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
     paths = save(
         abandon_figure(result.figure_curves(), args.beta, title), str(out / "false_abandons")
     )
-    console.print(result.table().to_rich())
+    console.print(result.table())
     console.print(f"wall time: {result.wall_seconds:.0f} s; figure: [green]{paths[0]}[/]")
     return 0
 

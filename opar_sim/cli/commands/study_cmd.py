@@ -48,7 +48,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
     if args.json:
         console.print_json(json.dumps(result.to_dict()))
     else:
-        console.print(result.table().to_rich())
+        console.print(result.table())
     console.print(f"numbers: [green]{result.out / f'{args.study}.json'}[/]")
     for figure in _figure(args.study, result, spec.name, spec.episodes):
         console.print(f"figure: [green]{escape(str(figure))}[/]")

@@ -60,7 +60,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
             engine=args.engine,
         )
         bar.update(point_job, completed=len(points))
-    console.print(result.table().to_rich())
+    console.print(result.table())
     console.print(f"sweep directory: [green]{escape(str(result.out))}[/]")
     _figure(console, spec, result)
     return 0

@@ -116,13 +116,14 @@ def _compare(args: argparse.Namespace, console: Console) -> int:
         for p in profiles:
             r = p.laws[i]
             kept = "–" if not r.successes else f"{r.kept}/{r.successes}"
-            cells.append(f"kept {kept}, saves {num(r.calls_saved.mean, '.0%')} of failed calls")
+            cells.append(f"kept {kept}, saves {num(r.calls_saved.mean, '.0%')}")
         rows.append([law.name, *cells])
-    columns = ["", *(f"{p.agent} ({p.path})" for p in profiles)]
+    columns = ["", *(f"{p.agent} ({Path(p.path).name})" for p in profiles)]
     notes = [
+        "runs: " + "; ".join(f"{p.agent} in {p.path}" for p in profiles),
         "pass^k: τ-bench's estimator over the trials of each task; a law keeps a success when "
         "it stops at or after the turn that decided it; saves: share of the failed runs' tool "
         "calls it cuts (replay --laws has the intervals)",
     ]
-    console.print(TextTable("recorded runs side by side", columns, rows, notes, left=1).to_rich())
+    console.print(TextTable("recorded runs side by side", columns, rows, notes, left=1))
     return 0

@@ -105,7 +105,11 @@ def run(args: argparse.Namespace, console: Console) -> int:
     _require_optuna()
     spec = load_spec(args.spec)
     if spec.tune is None:
-        raise UsageError(f"{args.spec}: no [tune] table: nothing to tune")
+        raise UsageError(
+            f"{args.spec}: no [tune] table: nothing to tune; start from "
+            "experiments/tune_pid.toml (the PID's gains on flight_booking) or copy its [tune] "
+            "table into this spec"
+        )
     if args.resume and args.out is None:
         raise UsageError("--resume needs --out DIR: the tuning directory to finish")
     out: Path = args.out or default_out(f"{spec.name}-tune")
@@ -181,10 +185,10 @@ def _header(plan: TunePlan) -> str:
 
 
 def _show(console: Console, out: Path, result: TuneResult, figures: list[str]) -> None:
-    console.print(result.replicates_table().to_rich())
-    console.print(result.race_table().to_rich())
-    console.print(result.arms_table().to_rich())
-    console.print(result.table().to_rich())
+    console.print(result.replicates_table())
+    console.print(result.race_table())
+    console.print(result.arms_table())
+    console.print(result.table())
     console.print(result.best_toml(), markup=False, highlight=False)
     console.print(f"tune directory: [green]{escape(str(out))}[/]")
     for figure in figures:
@@ -201,9 +205,10 @@ def _figures(out: Path, plan: TunePlan, result: TuneResult) -> list[str]:
     name = f"{plan.spec.name}, replicate r{rep.index} (tuning seed {rep.train_seed})"
     numbers = [t.number for t in rep.trials]
     scores = [t.score for t in rep.trials]
-    figures = save(
-        tuning.tune_history(numbers, scores, f"{name}: optimisation history"), str(out / "history")
-    )
+    inc = result.incumbent_score
+    current = (inc.objective, f"{inc.n} held-out episodes, seed {result.holdout_seed}")
+    history = tuning.tune_history(numbers, scores, f"{name}: optimisation history", current)
+    figures = save(history, str(out / "history"))
     ranked = sorted(plan.settings.space, key=lambda p: -rep.importances.get(p, 0.0))
     if len(ranked) >= 2:
         a, b = ranked[0], ranked[1]
@@ -214,6 +219,7 @@ def _figures(out: Path, plan: TunePlan, result: TuneResult) -> list[str]:
             (a, b),
             (rep.best_params[a], rep.best_params[b]),
             f"{name}: objective over the two most important gains",
+            (plan.settings.space[a].log, plan.settings.space[b].log),
         )
         figures += save(fig, str(out / "landscape"))
     return figures
