@@ -24,6 +24,7 @@ from opar_sim.cli.commands.common import (
 from opar_sim.cli.render import progress_bar
 from opar_sim.extras import install_hint
 from opar_sim.spec.build import load_spec
+from opar_sim.spec.schema import ExperimentSpec
 from opar_sim.studies.recommend import TuneResult
 from opar_sim.studies.tune import (
     DEFAULT_REPLICATES,
@@ -103,13 +104,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
         0; a missing optuna or ``[tune]`` table is a usage error (exit 2).
     """
     _require_optuna()
-    spec = load_spec(args.spec)
-    if spec.tune is None:
-        raise UsageError(
-            f"{args.spec}: no [tune] table: nothing to tune; start from "
-            "experiments/tune_pid.toml (the PID's gains on flight_booking) or copy its [tune] "
-            "table into this spec"
-        )
+    spec = _tunable(args.spec)
     if args.resume and args.out is None:
         raise UsageError("--resume needs --out DIR: the tuning directory to finish")
     out: Path = args.out or default_out(f"{spec.name}-tune")
@@ -134,6 +129,18 @@ def run(args: argparse.Namespace, console: Console) -> int:
     write_tuning(out, result)
     _show(console, out, result, _figures(out, plan, result))
     return 0
+
+
+def _tunable(path: str) -> ExperimentSpec:
+    """The spec at ``path``, refused in one line when it has no ``[tune]`` table."""
+    spec = load_spec(path)
+    if spec.tune is None:
+        raise UsageError(
+            f"{path}: no [tune] table: nothing to tune; start from "
+            "experiments/tune_pid.toml (the PID's gains on flight_booking) or copy its [tune] "
+            "table into this spec"
+        )
+    return spec
 
 
 def _note(console: Console) -> Callable[[str], None]:
