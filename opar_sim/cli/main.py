@@ -12,6 +12,7 @@ import os
 import re
 import sys
 import tempfile
+import textwrap
 import traceback
 from collections.abc import Sequence
 from pathlib import Path
@@ -109,19 +110,23 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     Returns:
         The parser.
     """
-    from opar_sim.cli.commands import COMMANDS, GROUPS
+    from opar_sim.cli.commands import COMMANDS, GROUPS, Command
 
     width = max(len(c.name) for c in COMMANDS) + 2
+
+    def line(c: Command) -> str:  # one command, its help wrapped under itself at 100 columns
+        return textwrap.fill(
+            c.help, 100, initial_indent=f"  {c.name:<{width}}", subsequent_indent=" " * (width + 2)
+        )
+
     listing = "\n\n".join(
-        f"{group}:\n"
-        + "\n".join(f"  {c.name:<{width}}{c.help}" for c in COMMANDS if c.group == group)
-        for group in GROUPS
+        f"{group}:\n" + "\n".join(line(c) for c in COMMANDS if c.group == group) for group in GROUPS
     )
     parser = _Parser(
         prog="opar-sim",
         description="Simulate agent loops (Observe-Plan-Act-Reflect) and tune their controllers."
         f"\n\ncommands:\n\n{listing}",
-        epilog="start with: opar-sim run experiments/flight_booking.toml; "
+        epilog="start with: opar-sim run experiments/flight_booking.toml\n"
         "opar-sim COMMAND -h shows a command's flags; opar-sim glossary explains the words",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

@@ -181,3 +181,11 @@ def test_wide_reaches_a_command_of_a_command(tmp_path):
         parser = build_parser("traces")
         args = parser.parse_args([*argv, str(tmp_path)])
         assert args.wide is True
+
+
+def test_the_help_listing_fits_100_columns(capsys):
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    lines = capsys.readouterr().out.splitlines()
+    assert any(line.startswith("  tune ") for line in lines)
+    assert max(cell_len(line) for line in lines) <= 100
