@@ -64,7 +64,7 @@ def test_advise_runs_and_says_when_no_success_is_recorded(imported, rel, capsys)
     assert status == 0, err
     advice = read_json(imported[rel] / "advise.json")
     if rel in SUCCEEDS:
-        assert "smallest caps keeping 99% of the successes" in printed
+        assert "smallest caps keeping 99% of the recorded successes" in printed
         assert "restarts" in advice and "note" not in advice
         return
     text = " ".join(printed.split())

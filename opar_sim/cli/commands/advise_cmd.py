@@ -62,6 +62,8 @@ WORDS = {"steps": "turns", "calls": "tool calls", "tokens": "tokens"}
 def answer(advice: Advice) -> list[str]:
     """The answer in a few lines: the smallest cap of each kind, and whether to restart."""
     share = f"{advice.share:.0%}"
+    if advice.note:  # no recorded success: nothing to keep, no restart to judge
+        return [f"{advice.runs} runs of {advice.tasks} tasks: {advice.note}"]
     lines = [
         f"{advice.runs} runs of {advice.tasks} tasks: the smallest caps keeping {share} of "
         "the recorded successes"
