@@ -7,6 +7,7 @@
 from environments.base import SimTask, ToolParams
 from environments.checker import check_task
 from environments.flight_booking import FlightBooking
+from environments.flight_booking_batch import FlightBookingBatch
 from environments.plant import Plant
 from environments.registry import describe, make, names, register
 from environments.research_qa import ResearchQA
@@ -15,6 +16,7 @@ from environments.tool_chain import ToolChain
 from environments.weather import Weather
 from environments.wrappers import wrap, wrapper_names
 from opar_sim.core.task import Task, ToolSpec
+from opar_sim.core.twin import register_twin
 
 register("weather", Weather)
 register("flight_booking", FlightBooking)
@@ -22,6 +24,8 @@ register("research_qa", ResearchQA)
 register("plant", Plant)
 register("team", Team)
 register("tool_chain", ToolChain)
+# the array twins of the lockstep batch engine, keyed like the tasks (opar_sim.core.twin)
+register_twin("flight_booking", FlightBookingBatch.from_task)
 
 __all__ = [
     "FlightBooking",

@@ -192,12 +192,16 @@ def test_run_refuses_engine_batch_before_any_output(
     from opar_sim.cli.main import main
 
     out = tmp_path / "x"
-    spec = ROOT / "experiments" / "weather.toml"
+    from opar_sim.core.twin import TWINS
+
+    spec = ROOT / "experiments" / "team.toml"
     assert main(["run", str(spec), "--engine", "batch", "--out", str(out)]) == 2
     captured = capsys.readouterr()
     assert captured.out == ""
+    twins = ", ".join(repr(name) for name in sorted(TWINS))
+    assert "'flight_booking'" in twins
     assert captured.err.strip().splitlines() == [
-        "opar-sim: error: --engine batch: no vectorised model of task 'weather' "
-        "(only 'flight_booking') (use the SimPy engine)"
+        "opar-sim: error: --engine batch: no vectorised model of task 'team' "
+        f"(twins: {twins}) (use the SimPy engine)"
     ]
     assert not out.exists()

@@ -3,7 +3,8 @@
 The SimPy engine (``opar_sim.core.loop``) is the reference; this engine runs
 the same Algorithm 1 with the same noisy-expert agent (``SimulatedAgent``),
 the same tool timing (``SimTask.execute``), the same hard limits, and a
-vectorised model of the task (``environments.flight_booking_batch``) and of
+vectorised model of the task (its array twin, ``opar_sim.core.twin``, registered
+beside the task) and of
 the Reflect law (``controllers.batch``), on every episode at once: step t of
 every live episode is one set of numpy operations.  Each episode keeps its
 own simulated clock, advanced phase by phase, so the time budget cuts an
@@ -35,9 +36,8 @@ from typing import Any
 import numpy as np
 
 from controllers.batch import Unsupported, from_scalar
-from environments.flight_booking import FlightBooking
-from environments.flight_booking_batch import FlightBookingBatch
 from opar_sim.agents.simulated import SimulatedAgent
+from opar_sim.core.twin import TWINS, TwinUnsupported, twin_of
 from opar_sim.engines.batch.engine import BatchEpisodes, _Engine
 from opar_sim.engines.batch.rows import episode_text
 from opar_sim.spec.build import build
@@ -73,10 +73,9 @@ def batch_unsupported(spec: ExperimentSpec) -> str | None:
     Returns:
         A short reason (``check_batch`` words it as an error), or None.
     """
-    if spec.task.name != FlightBooking.name:
-        return f"no vectorised model of task {spec.task.name!r} (only {FlightBooking.name!r})"
-    if spec.task.wrappers:
-        return "task wrappers are not modelled"
+    if spec.task.name not in TWINS:
+        have = ", ".join(repr(name) for name in sorted(TWINS))
+        return f"no vectorised model of task {spec.task.name!r} (twins: {have})"
     if spec.agent.kind != "simulated":
         return f"agent kind {spec.agent.kind!r} (only the simulated agent)"
     if spec.trials > 1 or spec.reflexion.attempts > 1:
@@ -92,9 +91,12 @@ def batch_unsupported(spec: ExperimentSpec) -> str | None:
         return "only the plain simulated agent"
     if agent.params.context_max is not None:
         return "memory compression (context_max) is not modelled"
-    task = parts.make_task()
-    if type(task) is not FlightBooking:
-        return f"no vectorised model of {type(task).__name__}"
+    if agent.params.heterogeneous:
+        return "task heterogeneity (task_effect_*) is not modelled"
+    try:
+        twin_of(parts.make_task())
+    except TwinUnsupported as exc:
+        return str(exc)
     for _, make in parts.controllers:
         try:
             from_scalar(make(), make)
@@ -118,7 +120,7 @@ def run_batch(spec: ExperimentSpec, controller: int, start: int, stop: int) -> B
     parts = build(spec)
     task = parts.make_task()
     agent = parts.make_agent()
-    assert isinstance(task, FlightBooking) and isinstance(agent, SimulatedAgent)
+    assert isinstance(agent, SimulatedAgent)
     make = parts.controllers[controller][1]
     law = from_scalar(make(), make)
     goal_tokens = max(1, len(task.goal) // 4)
@@ -129,7 +131,7 @@ def run_batch(spec: ExperimentSpec, controller: int, start: int, stop: int) -> B
         # same worlds in episode i for each, common random numbers across controllers
         seed = np.random.SeedSequence(spec.seed, spawn_key=(BATCH_STREAM, 0, first))
         engine = _Engine(
-            FlightBookingBatch(task.params),
+            twin_of(task),
             law,
             agent.params,
             parts.limits,
@@ -146,6 +148,10 @@ def _concat(pieces: list[BatchEpisodes]) -> BatchEpisodes:
         return pieces[0]
     fields: dict[str, Any] = {}
     for name in BatchEpisodes.__dataclass_fields__:
-        values = [getattr(piece, name) for piece in pieces]
-        fields[name] = np.concatenate(values)
-    return BatchEpisodes(**fields)
+        if name not in ("answer_fields", "words"):
+            fields[name] = np.concatenate([getattr(piece, name) for piece in pieces])
+    answers = {
+        key: np.concatenate([piece.answer_fields[key] for piece in pieces])
+        for key in pieces[0].answer_fields
+    }
+    return BatchEpisodes(**fields, answer_fields=answers, words=pieces[0].words)
