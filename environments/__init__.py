@@ -11,6 +11,7 @@ from environments.flight_booking_batch import FlightBookingBatch
 from environments.plant import Plant
 from environments.registry import describe, make, names, register
 from environments.research_qa import ResearchQA
+from environments.research_qa_batch import ResearchQABatch
 from environments.team import Team
 from environments.tool_chain import ToolChain
 from environments.weather import Weather
@@ -26,6 +27,7 @@ register("team", Team)
 register("tool_chain", ToolChain)
 # the array twins of the lockstep batch engine, keyed like the tasks (opar_sim.core.twin)
 register_twin("flight_booking", FlightBookingBatch.from_task)
+register_twin("research_qa", ResearchQABatch.from_task)
 
 __all__ = [
     "FlightBooking",

@@ -21,7 +21,14 @@ from typing import Any
 import numpy as np
 
 from environments.flight_booking import FlightBooking, FlightBookingParams
-from opar_sim.core.twin import Action, TwinUnsupported, first_match, take_rows, wrapper_stack
+from opar_sim.core.twin import (
+    Action,
+    SimTaskTwin,
+    TwinUnsupported,
+    first_match,
+    take_rows,
+    wrapper_stack,
+)
 
 SEARCH_WEEK, SEARCH_WIDE, NEXT_PAGE, CHECK_POINTS, FILTER, FILTER_LOOSE = range(6)
 BOOK, CANCEL, ITINERARY = 6, 7, 8
@@ -30,7 +37,7 @@ RANGE_NONE, RANGE_WEEK, RANGE_WIDE = 0, 1, 2
 NONE = -1  # no flight (no shortlist, no booking, no best)
 
 
-class FlightBookingBatch:
+class FlightBookingBatch(SimTaskTwin):
     """N flight-booking worlds advancing together; every field an array over episodes."""
 
     plan_steps = 5  # len(FlightBooking.plan_template())
@@ -191,9 +198,6 @@ class FlightBookingBatch:
     def world_changed(self) -> np.ndarray:
         """Whether each row's agent saw a fare change (``Observation.world_changed``)."""
         return self.fare_changed_seen
-
-    def after_call(self, mask: np.ndarray, now: np.ndarray, rng: np.random.Generator) -> None:
-        """Nothing happens when a call returns (no observation wrappers are modelled)."""
 
     def complete(self) -> np.ndarray:
         """Whether each row's progress is 1.0: the best flight booked, paid the right way."""

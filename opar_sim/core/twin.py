@@ -95,7 +95,7 @@ class TaskTwin(Protocol):
         ...
 
     def visible_progress(self) -> np.ndarray:
-        """The progress each row's agent can infer from its observation."""
+        """The progress each row's agent can infer from its observation (a new array)."""
         ...
 
     def expert(self) -> Action:
@@ -110,12 +110,31 @@ class TaskTwin(Protocol):
         """
         ...
 
-    def after_call(self, mask: np.ndarray, now: np.ndarray, rng: np.random.Generator) -> None:
-        """What happens when a row's tool call returns, whatever its result (wrappers)."""
+    def start_call(
+        self,
+        mask: np.ndarray,
+        action: Action,
+        latency: np.ndarray,
+        failure: np.ndarray,
+        now: np.ndarray,
+        rng: np.random.Generator,
+    ) -> np.ndarray:
+        """Start the tool calls of the rows of ``mask``; the seconds each row's agent waits.
+
+        Args:
+            mask: The rows that call a tool.
+            action: Each row's action.
+            latency: A standard normal per row (the tool latency's, ``SimTask.execute``).
+            failure: A uniform per row (the tool failure's).
+            now: Each row's clock at the call.
+            rng: The batch's generator (a wrapper's own draws).
+        """
         ...
 
-    def apply(self, mask: np.ndarray, action: Action) -> tuple[np.ndarray, np.ndarray]:
-        """Run the delivered calls of the rows of ``mask``: (ok, result tokens) per row."""
+    def finish_call(
+        self, mask: np.ndarray, action: Action, now: np.ndarray, rng: np.random.Generator
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The calls of the rows of ``mask`` return at ``now``: (ok, result tokens) per row."""
         ...
 
     def take(self, keep: np.ndarray) -> None:
@@ -129,6 +148,55 @@ class TaskTwin(Protocol):
     def answers(self, fields: dict[str, np.ndarray]) -> list[str]:
         """The final answers (``task.answer()``) from ``answer_fields`` of ended rows."""
         ...
+
+
+class SimTaskTwin:
+    """What the twins of ``SimTask``s share: the tool call of ``SimTask.execute``.
+
+    A call waits a log-normal latency (``tools``), cut at the tool's timeout (a
+    timeout, no effect); an arrived call fails at ``failure_rate``, else takes
+    effect (``apply``).  Subclasses define the world; ``after_call`` is the hook of
+    what happens when any call returns (an observation wrapper's).
+    """
+
+    n: int
+    tools: ToolTiming
+
+    def sync(self, now: np.ndarray, mask: np.ndarray, rng: np.random.Generator) -> None:
+        """Nothing changes the world by itself (subclasses with disturbances override)."""
+
+    def apply(self, mask: np.ndarray, action: Action) -> tuple[np.ndarray, np.ndarray]:
+        """Run the delivered calls of the rows of ``mask``: (ok, result tokens) per row."""
+        raise NotImplementedError
+
+    def after_call(self, mask: np.ndarray, now: np.ndarray, rng: np.random.Generator) -> None:
+        """What happens when the calls of the rows of ``mask`` return, whatever their result."""
+
+    def start_call(
+        self,
+        mask: np.ndarray,
+        action: Action,
+        latency: np.ndarray,
+        failure: np.ndarray,
+        now: np.ndarray,
+        rng: np.random.Generator,
+    ) -> np.ndarray:
+        """``SimTask.execute``'s wait: the latency, or the timeout when it is longer."""
+        tp = self.tools
+        seconds = tp.latency_median * np.exp(tp.latency_sigma * latency)
+        timeout = seconds > tp.timeout
+        self._deliver = ~timeout & (failure >= tp.failure_rate)
+        return np.minimum(seconds, tp.timeout)
+
+    def finish_call(
+        self, mask: np.ndarray, action: Action, now: np.ndarray, rng: np.random.Generator
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The arrived calls that neither timed out nor failed take effect now."""
+        delivered = mask & self._deliver
+        self.sync(now, delivered, rng)
+        ok, tokens = self.apply(delivered, action)  # both zero outside delivered
+        self.after_call(mask, now, rng)
+        return ok, tokens
 
 
 TwinFactory = Callable[[Any], TaskTwin]

@@ -142,9 +142,21 @@ def test_the_batch_engine_refuses_what_it_does_not_model() -> None:
     )
     with pytest.raises(SpecError, match=r"other than confirm are not modelled \(no_improvement\)"):
         check_batch(other_guard)
-    other = load_spec(ROOT / "experiments" / "research_qa_faults.toml")
-    with pytest.raises(SpecError, match="no vectorised model"):
-        check_batch(other)
+    check_batch(load_spec(ROOT / "experiments" / "research_qa_faults.toml"))
+    wrapped = load_spec(ROOT / "experiments" / "research_qa_faults.toml")
+    wrapped = wrapped.model_copy(
+        update={
+            "task": wrapped.task.model_copy(
+                update={"wrappers": [*wrapped.task.wrappers, {"name": "parallel"}]}
+            )
+        }
+    )
+    with pytest.raises(
+        SpecError,
+        match=r"^--engine batch: research_qa's twin does not model the wrapper 'parallel' "
+        r"\(it models delay, noise, latency, disturbance\) \(use the SimPy engine\)$",
+    ):
+        check_batch(wrapped)
 
 
 def test_batch_runs_are_reproducible() -> None:

@@ -263,14 +263,9 @@ class _Engine:
         # invalid outputs in a row (``invalid`` lies inside ``a``): one more, or back to 0
         s.invalid_run = np.where(a, (s.invalid_run + 1) * invalid, s.invalid_run)
         s.tool_calls += valid
-        tp = world.tools
-        latency = tp.latency_median * np.exp(tp.latency_sigma * z[3])
-        timeout = latency > tp.timeout
-        arrived = self._advance(valid, np.minimum(latency, tp.timeout))
-        delivered = arrived & ~timeout & (u[3] >= tp.failure_rate)
-        world.sync(s.now, delivered, rng)
-        ok, tokens = world.apply(delivered, action)  # both zero outside delivered
-        world.after_call(arrived, s.now, rng)
+        seconds = world.start_call(valid, action, z[3], u[3], s.now, rng)
+        arrived = self._advance(valid, seconds)
+        ok, tokens = world.finish_call(arrived, action, s.now, rng)  # zero outside arrived
         a &= s.alive  # less those cut during the tool call
         s.context += a * result_tokens_array(tokens)
         # Reflect: the evaluation from what is visible, then the law
