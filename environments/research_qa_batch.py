@@ -262,7 +262,7 @@ class ResearchQABatch(SimTaskTwin):
         p = self.params
         new = rows[fresh]
         if new.size:
-            noise = self._rng.standard_normal((new.size, self.d))
+            noise = self._noise(new)
             on = (self.topic[new] == topic[fresh, None]) & (topic[fresh, None] >= 0)
             self.last_score[new] = on + p.rank_noise * noise
             self.searched[new] = True
@@ -274,6 +274,10 @@ class ResearchQABatch(SimTaskTwin):
         best = np.where(shown, np.minimum(ranks, places), ranks)
         self.rank[rows[:, None], order] = best
         tokens[rows] = 12 + 14 * shown.sum(axis=1)
+
+    def _noise(self, rows: np.ndarray) -> np.ndarray:
+        """The ranking noise of a fresh query in each of ``rows`` (standard normals per doc)."""
+        return self._rng.standard_normal((rows.size, self.d))
 
     def _fetch(self, rows: np.ndarray, doc: np.ndarray, ok: np.ndarray, tokens: np.ndarray) -> None:
         """Read a document a search showed: a fact on its topic, or nothing, or a 404."""
