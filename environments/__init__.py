@@ -14,7 +14,9 @@ from environments.research_qa import ResearchQA
 from environments.research_qa_batch import ResearchQABatch
 from environments.team import Team
 from environments.tool_chain import ToolChain
+from environments.tool_chain_batch import ToolChainBatch
 from environments.weather import Weather
+from environments.weather_batch import WeatherBatch
 from environments.wrappers import wrap, wrapper_names
 from opar_sim.core.task import Task, ToolSpec
 from opar_sim.core.twin import register_twin
@@ -28,6 +30,8 @@ register("tool_chain", ToolChain)
 # the array twins of the lockstep batch engine, keyed like the tasks (opar_sim.core.twin)
 register_twin("flight_booking", FlightBookingBatch.from_task)
 register_twin("research_qa", ResearchQABatch.from_task)
+register_twin("weather", WeatherBatch.from_task)
+register_twin("tool_chain", ToolChainBatch.from_task)
 
 __all__ = [
     "FlightBooking",

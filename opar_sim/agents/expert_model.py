@@ -335,3 +335,57 @@ def sense_array(
     confidence = delta_task * (1.0 - CONFIDENCE_DRIFT * drift)
     np.clip(confidence, 0.0, 1.0, out=confidence)
     return delta_task, delta_act, delta_plan, confidence
+
+
+# -- task heterogeneity: a world's shift of the logit of plan quality ---------------------
+LOGIT_EDGE = 1e-6  # quality is held inside [LOGIT_EDGE, 1 − LOGIT_EDGE] before its logit
+
+
+def shifted(quality: float, shift: float) -> float:
+    """``quality`` moved by ``shift`` on the logit scale (kept inside (0, 1)).
+
+    Args:
+        quality: A probability.
+        shift: The logit shift.
+
+    Returns:
+        sigmoid(logit(quality) + shift), with ``quality`` first clipped to
+        [``LOGIT_EDGE``, 1 − ``LOGIT_EDGE``].
+    """
+    q = min(1.0 - LOGIT_EDGE, max(LOGIT_EDGE, quality))
+    logit = float(np.log(q / (1.0 - q))) + shift
+    return float(1.0 / (1.0 + np.exp(-logit)))
+
+
+def shifted_array(quality: np.ndarray, shift: np.ndarray) -> np.ndarray:
+    """``shifted`` of every row.
+
+    Args:
+        quality: Each row's probability.
+        shift: Each row's logit shift.
+
+    Returns:
+        Each row's shifted quality.
+    """
+    q = np.clip(quality, LOGIT_EDGE, 1.0 - LOGIT_EDGE)
+    logit = np.log(q / (1.0 - q)) + shift
+    return np.asarray(1.0 / (1.0 + np.exp(-logit)))
+
+
+def world_shift_array(
+    p: SimulatedAgentParams, feature: np.ndarray, normals: np.ndarray
+) -> np.ndarray:
+    """Each world's shift u = mean + slope · feature + sd · z (``simulated.world_shift``).
+
+    Args:
+        p: The agent's knobs (``task_effect_*``).
+        feature: Each world's ``task_feature``.
+        normals: A standard normal per world (its z).
+
+    Returns:
+        Each world's shift.
+    """
+    shift = p.task_effect_mean + p.task_effect_slope * feature
+    if p.task_effect_sd:
+        shift = shift + p.task_effect_sd * normals
+    return np.asarray(shift)

@@ -48,6 +48,7 @@ from opar_sim.agents.expert_model import (
     drift_after,
     result_tokens,
     sense,
+    shifted,
     step_token_bound,
 )
 from opar_sim.core.agent import ActChoice
@@ -323,18 +324,3 @@ def world_shift(params: SimulatedAgentParams, task: Task) -> float:
         z = float(derived(_world_stream(task), DIFFICULTY_STREAM).standard_normal())
         shift += params.task_effect_sd * z
     return shift
-
-
-def shifted(quality: float, shift: float) -> float:
-    """``quality`` moved by ``shift`` on the logit scale (kept inside (0, 1)).
-
-    Args:
-        quality: A probability.
-        shift: The logit shift.
-
-    Returns:
-        sigmoid(logit(quality) + shift), with ``quality`` first clipped to [1e-6, 1 − 1e-6].
-    """
-    q = min(1.0 - 1e-6, max(1e-6, quality))
-    logit = float(np.log(q / (1.0 - q))) + shift
-    return float(1.0 / (1.0 + np.exp(-logit)))

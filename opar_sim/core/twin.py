@@ -62,8 +62,16 @@ class TaskTwin(Protocol):
     """N worlds of one task advancing together; every method works on all rows at once."""
 
     n: int  # rows now (the engine drops finished ones with ``take``)
-    plan_steps: int  # len(task.plan_template())
-    observation_tokens: int  # Observation.tokens of the task
+
+    @property
+    def plan_steps(self) -> int | np.ndarray:
+        """len(task.plan_template()): one number, or one per row."""
+        ...
+
+    @property
+    def observation_tokens(self) -> int:
+        """``Observation.tokens`` of the task."""
+        ...
 
     @property
     def tools(self) -> ToolTiming:
@@ -145,6 +153,10 @@ class TaskTwin(Protocol):
         """What each row's final answer is made of, as arrays (read when rows end)."""
         ...
 
+    def features(self) -> dict[str, np.ndarray]:
+        """Each world's known features (``task_features``), by name; a task without any: {}."""
+        ...
+
     def answers(self, fields: dict[str, np.ndarray]) -> list[str]:
         """The final answers (``task.answer()``) from ``answer_fields`` of ended rows."""
         ...
@@ -164,6 +176,10 @@ class SimTaskTwin:
 
     def sync(self, now: np.ndarray, mask: np.ndarray, rng: np.random.Generator) -> None:
         """Nothing changes the world by itself (subclasses with disturbances override)."""
+
+    def features(self) -> dict[str, np.ndarray]:
+        """No known features (a task with some overrides)."""
+        return {}
 
     def apply(self, mask: np.ndarray, action: Action) -> tuple[np.ndarray, np.ndarray]:
         """Run the delivered calls of the rows of ``mask``: (ok, result tokens) per row."""

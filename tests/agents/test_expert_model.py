@@ -86,3 +86,12 @@ def test_the_agent_spends_and_bounds_by_the_model() -> None:
     assert completions == 420
     assert agent.max_step_tokens(True) == 4 * (context + completions + 200 + 64) + completions
     assert m.step_completions(False, p) == p.continue_tokens + 2 * p.act_tokens + p.eval_tokens
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(unit, st.floats(-20.0, 20.0)), min_size=1, max_size=30))
+def test_shifted_floats_and_arrays_agree(rows: list) -> None:
+    """Task heterogeneity's logit shift: the agent's float path, the batch engine's arrays."""
+    quality = np.array([q for q, _ in rows])
+    shift = np.array([u for _, u in rows])
+    assert m.shifted_array(quality, shift).tolist() == [m.shifted(q, u) for q, u in rows]

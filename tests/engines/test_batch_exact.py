@@ -26,6 +26,10 @@ from controllers.batch import from_scalar
 from environments.flight_booking import FlightBooking
 from environments.flight_booking_batch import FlightBookingBatch
 from environments.research_qa_batch import ResearchQABatch
+from environments.tool_chain import ToolChain
+from environments.tool_chain_batch import ToolChainBatch
+from environments.weather import Weather
+from environments.weather_batch import WeatherBatch
 from opar_sim.agents.simulated import SimulatedAgent
 from opar_sim.core.loop import run_episode
 from opar_sim.core.seeding import episode_seed
@@ -126,6 +130,11 @@ def recording(cls: type, log: Log, worlds: list[Any], noises: list[list[np.ndarr
 
 
 def snapshot(task: Any) -> dict[str, Any]:
+    if isinstance(task, Weather):
+        return {"rain": task.rain, "forecast": task.forecast_rain}
+    if isinstance(task, ToolChain):
+        span = task.params.reads_per_write + 1
+        return {"writes": task.writes, "reads": len(task._sequence) - task.writes * span}
     if isinstance(task, FlightBooking):
         return {
             "price": [f.price for f in task.flights],
@@ -142,6 +151,16 @@ def snapshot(task: Any) -> dict[str, Any]:
 
 def load(world: Any, worlds: list[dict[str, Any]]) -> None:
     """Put the scalar worlds into the twin's rows (after a ``reset`` sized for them)."""
+    if isinstance(world, WeatherBatch):
+        world.rain = np.array([w["rain"] for w in worlds])
+        world.forecast = np.array([w["forecast"] for w in worlds])
+        return
+    if isinstance(world, ToolChainBatch):
+        world.writes = np.array([w["writes"] for w in worlds], np.int64)
+        world.reads = np.array([w["reads"] for w in worlds], np.int64)
+        world.length = world.reads + world.writes * (world.params.reads_per_write + 1)
+        world.plan_steps = np.maximum(world.length, 1)
+        return
     if isinstance(world, FlightBookingBatch):
         world.price = np.array([w["price"] for w in worlds], np.float32)
         world.hour = np.array([w["hour"] for w in worlds], np.int16)
@@ -197,6 +216,13 @@ class Replay(batch_engine.Draws):
 CASES = {
     "flight_booking": ("flight_booking.toml", {"fare_change_rate": 0.0, "infeasible_rate": 0.2}),
     "research_qa": ("research_qa_faults.toml", {}),
+    "weather": ("weather.toml", {"forecast_error": 0.2}),
+    "tool_chain": ("tau_airline_model.toml", {}),  # the τ-bench-shaped model, one trial
+}
+TWIN_CLASSES = {
+    "flight_booking": FlightBookingBatch,
+    "weather": WeatherBatch,
+    "tool_chain": ToolChainBatch,
 }
 
 
@@ -228,11 +254,18 @@ def test_same_draws_same_decisions(case: str, law: str, monkeypatch: Any) -> Non
         pytest.skip("the Bayes law models flight_booking only (it refuses other tasks)")
     spec = with_overrides(load_spec(ROOT / "experiments" / name), controller=law)
     task_spec = spec.task.model_copy(update={"params": {**spec.task.params, **params}})
-    spec = spec.model_copy(update={"task": task_spec.model_copy(update={"wrappers": []})})
+    spec = spec.model_copy(
+        update={"task": task_spec.model_copy(update={"wrappers": []}), "trials": 1}
+    )
+    if spec.agent.params.get("task_effect_sd"):  # the world's draw z is the world stream's
+        agent_params = {**spec.agent.params, "task_effect_sd": 0.0}
+        spec = spec.model_copy(
+            update={"agent": spec.agent.model_copy(update={"params": agent_params})}
+        )
     results, logs, worlds, noises = simpy_side(spec)
     parts = build(spec)
     task, agent = parts.make_task(), parts.make_agent()
-    world = FlightBookingBatch.from_task(task) if case == "flight_booking" else None
+    world = TWIN_CLASSES[case].from_task(task) if case in TWIN_CLASSES else None
     if world is None:
 
         class Searches(ResearchQABatch):

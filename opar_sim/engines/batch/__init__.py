@@ -91,8 +91,6 @@ def batch_unsupported(spec: ExperimentSpec) -> str | None:
         return "only the plain simulated agent"
     if agent.params.context_max is not None:
         return "memory compression (context_max) is not modelled"
-    if agent.params.heterogeneous:
-        return "task heterogeneity (task_effect_*) is not modelled"
     try:
         twin_of(parts.make_task())
     except TwinUnsupported as exc:

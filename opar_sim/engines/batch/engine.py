@@ -25,7 +25,9 @@ from opar_sim.agents.expert_model import (
     context_quality_array,
     result_tokens_array,
     sense_array,
+    shifted_array,
     step_token_bound,
+    world_shift_array,
 )
 from opar_sim.core import outcome
 from opar_sim.core.limits import Limits
@@ -158,6 +160,11 @@ class _Engine:
         law.reset(n)
         self.n = n
         s = self.state = _State(n, p.system_tokens + self.goal_tokens)
+        if p.heterogeneous:  # each world's shift of the logit of plan quality
+            feature = world.features().get(p.task_feature)
+            x = np.zeros(n) if feature is None else feature
+            normals = rng.standard_normal(n) if p.task_effect_sd else np.zeros(n)
+            s.shift = world_shift_array(p, x, normals)
         out = _Out(n, world)
         for t in range(1, self.limits.max_steps + 1):
             self._step(t)
@@ -229,6 +236,8 @@ class _Engine:
         quality = np.zeros(n)
         drawn = np.flatnonzero(new)  # Beta draws are dear: only the fresh plans'
         quality[drawn] = self.draws.beta(s.ids[drawn], t, p)
+        if p.heterogeneous:
+            quality[drawn] = shifted_array(quality[drawn], s.shift[drawn])
         quality += p.critique_gain * (s.has_plan & s.critique_right)
         clip_quality_array(quality)
         done = self._call(a, p.continue_tokens + (p.plan_tokens - p.continue_tokens) * new)
@@ -397,6 +406,7 @@ class _State:
         self.best_delta = np.full(n, -np.inf)
         self.best_step = np.zeros(n, np.int32)
         self.claims = np.zeros(n, np.int32)  # consecutive completion claims (the confirmation)
+        self.shift = np.zeros(n)  # the world's logit shift of plan quality (heterogeneity)
 
 
 class _Out:
