@@ -135,6 +135,8 @@ class ResearchQABatch(SimTaskTwin):
         self.searched = np.zeros(n, bool)  # a last query exists
         self.answered = np.full(n, -1, np.int8)  # -1: no answer; else whether it was right
         self.answered_held = np.zeros(n, bool)
+        self.held_n = np.zeros(n, np.int16)  # topics held (support ≠ contra), kept up to date
+        self.right_n = np.zeros(n, np.int16)  # topics right (support > contra)
         self._reset_wrappers(n, rng)
 
     def _reset_wrappers(self, n: int, rng: np.random.Generator) -> None:
@@ -149,18 +151,18 @@ class ResearchQABatch(SimTaskTwin):
         self.next_change = (
             rng.exponential(1.0 / self.rate, n) if self.rate > 0 else np.full(n, np.inf)
         )
+        self.next_event = self.next_change.copy()  # the earliest landing or disturbance
+        self._ok, self._tokens = np.zeros(n, bool), np.zeros(n, np.int64)  # landings' scratch
 
     # -- what the agent can see, and the truth ---------------------------------------
-    def _held(self) -> np.ndarray:
-        return np.asarray((self.support != self.contra).sum(axis=1))
-
     def _right(self) -> np.ndarray:
-        return np.asarray((self.support > self.contra).sum(axis=1))
+        return self.right_n
 
-    def _inner_visible(self) -> np.ndarray:
-        """``ResearchQA.observe``'s visible progress (no wrapper)."""
-        held = 0.9 * self._held() / self.k
-        return np.where(self.answered_held, 1.0, held)
+    def _inner_visible(self, rows: np.ndarray | None = None) -> np.ndarray:
+        """``ResearchQA.observe``'s visible progress (no wrapper), of ``rows`` or all."""
+        if rows is None:
+            return np.where(self.answered_held, 1.0, 0.9 * self.held_n / self.k)
+        return np.where(self.answered_held[rows], 1.0, 0.9 * self.held_n[rows] / self.k)
 
     def visible_progress(self) -> np.ndarray:
         """What each row's agent sees (a new array): ``delay`` calls late, with the noise added."""
@@ -240,20 +242,30 @@ class ResearchQABatch(SimTaskTwin):
         tool, arg = action
         ok = mask.copy()
         tokens = np.zeros(self.n, np.int64)
-        code = np.where(mask, tool, np.int8(-1))
-        rows = np.flatnonzero((code == SEARCH) | (code == REPEAT))
-        if rows.size:
-            self._search(rows, code[rows] == SEARCH, arg[rows], tokens)
-        rows = np.flatnonzero(code == FETCH)
-        if rows.size:
-            self._fetch(rows, arg[rows], ok, tokens)
-        answer = code == ANSWER
-        if answer.any():
-            right = (self.support > self.contra).all(axis=1)
-            np.copyto(self.answered, right.astype(np.int8), where=answer)
-            np.copyto(self.answered_held, self._held() == self.k, where=answer)
-            np.copyto(tokens, 20, where=answer)
+        rows = np.flatnonzero(mask)
+        self._apply_rows(rows, tool[rows], arg[rows], ok, tokens)
         return ok, tokens
+
+    def _apply_rows(
+        self,
+        rows: np.ndarray,
+        tool: np.ndarray,
+        arg: np.ndarray,
+        ok: np.ndarray,
+        tokens: np.ndarray,
+    ) -> None:
+        """``apply`` on the rows ``rows`` (their codes and arguments); writes ok and tokens."""
+        search = (tool == SEARCH) | (tool == REPEAT)
+        if search.any():
+            self._search(rows[search], tool[search] == SEARCH, arg[search], tokens)
+        fetch = tool == FETCH
+        if fetch.any():
+            self._fetch(rows[fetch], arg[fetch], ok, tokens)
+        answer = rows[tool == ANSWER]
+        if answer.size:
+            self.answered[answer] = self.right_n[answer] == self.k
+            self.answered_held[answer] = self.held_n[answer] == self.k
+            tokens[answer] = 20
 
     def _search(
         self, rows: np.ndarray, fresh: np.ndarray, topic: np.ndarray, tokens: np.ndarray
@@ -294,8 +306,10 @@ class ResearchQABatch(SimTaskTwin):
         rows, doc, topic = rows[first], doc[first], topic[first]
         self.fetched[rows, doc] = True
         supports = self.supports[rows, doc]
-        np.add.at(self.support, (rows[supports], topic[supports]), 1)
-        np.add.at(self.contra, (rows[~supports], topic[~supports]), 1)
+        self.support[rows[supports], topic[supports]] += 1  # one fetch per row: no repeats
+        self.contra[rows[~supports], topic[~supports]] += 1
+        self.held_n[rows] = (self.support[rows] != self.contra[rows]).sum(axis=1)
+        self.right_n[rows] = (self.support[rows] > self.contra[rows]).sum(axis=1)
 
     # -- the calls, the wrappers' timing and the world's changes ------------------------
     def start_call(
@@ -325,6 +339,7 @@ class ResearchQABatch(SimTaskTwin):
                 self._land_now(late[full], slot[full], rng)
             tool, arg = action
             self.pending[late, slot] = now[late] + done[late]
+            self.next_event[late] = np.minimum(self.next_event[late], now[late] + done[late])
             self.pending_tool[late, slot] = tool[late]
             self.pending_arg[late, slot] = arg[late]
             self.pending_deliver[late, slot] = self._deliver[late]
@@ -343,52 +358,50 @@ class ResearchQABatch(SimTaskTwin):
 
     def after_call(self, mask: np.ndarray, now: np.ndarray, rng: np.random.Generator) -> None:
         """The delay queue takes the observation now; the noise is drawn again."""
+        self._after_rows(np.flatnonzero(mask), rng)
+
+    def _after_rows(self, rows: np.ndarray, rng: np.random.Generator) -> None:
         if self.delay:
-            inner = self._inner_visible()
-            rows = np.flatnonzero(mask)
-            full = rows[self.queued[rows] > self.delay]
+            inner = self._inner_visible(rows)
+            queued = self.queued[rows]
+            room = queued <= self.delay
+            full = rows[~room]
             self.queue[full, :-1] = self.queue[full, 1:]
-            self.queue[full, -1] = inner[full]
-            room = rows[self.queued[rows] <= self.delay]
-            self.queue[room, self.queued[room]] = inner[room]
-            self.queued[room] += 1
+            self.queue[full, -1] = inner[~room]
+            self.queue[rows[room], queued[room]] = inner[room]
+            self.queued[rows[room]] += 1
         if self.sigma:
-            rows = np.flatnonzero(mask)
             self.offset[rows] = self.sigma * rng.standard_normal(rows.size)
 
     def _land_now(self, rows: np.ndarray, slot: np.ndarray, rng: np.random.Generator) -> None:
         """Land the abandoned calls in ``slot`` of ``rows`` (their effect, then the hooks)."""
-        mask = np.zeros(self.n, bool)
-        mask[rows] = True
-        tool = np.zeros(self.n, np.int8)
-        arg = np.zeros(self.n, np.int32)
-        tool[rows] = self.pending_tool[rows, slot]
-        arg[rows] = self.pending_arg[rows, slot]
-        deliver = np.zeros(self.n, bool)
-        deliver[rows] = self.pending_deliver[rows, slot]
+        deliver = self.pending_deliver[rows, slot]
+        tool, arg = self.pending_tool[rows, slot], self.pending_arg[rows, slot]
         self.pending[rows, slot] = np.inf
         self._rng = rng
-        self.apply(mask & deliver, (tool, arg))
-        self.after_call(mask, np.zeros(self.n), rng)
+        landed = rows[deliver]
+        self._apply_rows(landed, tool[deliver], arg[deliver], self._ok, self._tokens)
+        self._after_rows(rows, rng)
 
     def sync(self, now: np.ndarray, mask: np.ndarray, rng: np.random.Generator) -> None:
         """Apply, in time order, the landings and disturbances due by ``now`` in ``mask``."""
-        if self.latency is None and self.rate <= 0:
-            return
-        while True:
-            slot = np.argmin(self.pending, axis=1)
-            landing = self.pending[np.arange(self.n), slot]
-            due = mask & (np.minimum(landing, self.next_change) <= now)
-            if not due.any():
-                return
-            lands = due & (landing <= self.next_change)
-            rows = np.flatnonzero(lands)
-            if rows.size:
-                self._land_now(rows, slot[rows], rng)
-            rows = np.flatnonzero(due & ~lands)
-            if rows.size:
-                self._disturb(rows, rng)
-                self.next_change[rows] += rng.exponential(1.0 / self.rate, rows.size)
+        due = np.flatnonzero(mask & (self.next_event <= now))
+        if due.size and self._ok.shape[0] != self.n:
+            self._ok, self._tokens = np.zeros(self.n, bool), np.zeros(self.n, np.int64)
+        while due.size:
+            pending = self.pending[due]
+            slot = np.argmin(pending, axis=1)
+            landing = pending[np.arange(due.size), slot]
+            change = self.next_change[due]
+            lands = landing <= change
+            if lands.any():
+                self._land_now(due[lands], slot[lands], rng)
+            turns = due[~lands]
+            if turns.size:
+                self._disturb(turns, rng)
+                self.next_change[turns] += rng.exponential(1.0 / self.rate, turns.size)
+            self.next_event[due] = np.minimum(self.pending[due].min(axis=1), self.next_change[due])
+            due = due[self.next_event[due] <= now[due]]
 
     def _disturb(self, rows: np.ndarray, rng: np.random.Generator) -> None:
         """``ResearchQA.disturb``: a document vanishes, unless a topic would lose its answer."""
