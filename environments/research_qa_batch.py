@@ -129,6 +129,11 @@ class ResearchQABatch(SimTaskTwin):
         self.vanished = np.zeros((n, d), bool)
         self.fetched = np.zeros((n, d), bool)
         self.rank = np.full((n, d), UNSEEN, np.int32)
+        # the expert's fetch order: rank · d + id of a readable supporting document (a search
+        # showed it, not fetched, not gone), else UNSEEN; kept up to date by the tools
+        self.key = np.full((n, d), UNSEEN, np.int32)
+        self._derive()
+        self.useless_first = np.full(n, -1, np.int32)  # the first seen useless document
         self.support = np.zeros((n, k), np.int16)
         self.contra = np.zeros((n, k), np.int16)
         self.last_score = np.zeros((n, d))
@@ -138,6 +143,10 @@ class ResearchQABatch(SimTaskTwin):
         self.held_n = np.zeros(n, np.int16)  # topics held (support ≠ contra), kept up to date
         self.right_n = np.zeros(n, np.int16)  # topics right (support > contra)
         self._reset_wrappers(n, rng)
+
+    def _derive(self) -> None:
+        """What the corpus fixes: the documents that are no use (off the question, disputing)."""
+        self.useless_doc = (self.topic < 0) | ~self.supports
 
     def _reset_wrappers(self, n: int, rng: np.random.Generator) -> None:
         inner = self._inner_visible()
@@ -194,18 +203,13 @@ class ResearchQABatch(SimTaskTwin):
         Returns:
             Tool codes and their argument: a fresh search's topic or the document to fetch.
         """
-        missing = self.support <= self.contra
-        first = np.argmax(missing, axis=1)
-        found = self._readable() & (self.topic == first[:, None]) & self.supports
-        has = found.any(axis=1)
-        key = np.where(found, self.rank.astype(np.int64) * self.d + np.arange(self.d), UNSEEN)
+        first = np.argmax(self.support <= self.contra, axis=1)
+        key = np.where(self.topic == first[:, None].astype(np.int8), self.key, UNSEEN)
         doc = np.argmin(key, axis=1)
-        done = np.asarray(~missing.any(axis=1))
+        has = key[np.arange(self.n), doc] < UNSEEN
+        done = np.asarray(self.right_n == self.k)
         tool = first_match([done, has], [ANSWER, FETCH], SEARCH)
         return tool, np.where(tool == FETCH, doc, first).astype(np.int32)
-
-    def _readable(self) -> np.ndarray:
-        return np.asarray((self.rank != UNSEEN) & ~self.fetched & ~self.vanished)
 
     def wrong(self, pick: np.ndarray, need: np.ndarray) -> Action:
         """One of ``ResearchQA.wrong_actions`` per row, by ``pick``.
@@ -217,15 +221,14 @@ class ResearchQABatch(SimTaskTwin):
         Returns:
             Tool codes and their argument.
         """
-        useless = (self.rank != UNSEEN) & ((self.topic < 0) | ~self.supports)
-        has_useless = useless.any(axis=1)
+        has_useless = self.useless_first >= 0
         early = (self.answered != 1) & (self._right() < self.k)
         count = 1 + has_useless + early
         index = (pick * count).astype(np.int8)
         # the list: repeat the last search ("go gc" before any), [fetch useless], [answer]
         repeat = np.where(self.searched, REPEAT, SEARCH)
         tool = first_match([index == 0, has_useless & (index == 1)], [repeat, FETCH], ANSWER)
-        arg = np.where(tool == FETCH, np.argmax(useless, axis=1), -1)  # "go gc": no topic
+        arg = np.where(tool == FETCH, self.useless_first, -1)  # "go gc": no topic
         return tool, arg.astype(np.int32)
 
     # -- tools -------------------------------------------------------------------
@@ -278,14 +281,28 @@ class ResearchQABatch(SimTaskTwin):
             on = (self.topic[new] == topic[fresh, None]) & (topic[fresh, None] >= 0)
             self.last_score[new] = on + p.rank_noise * noise
             self.searched[new] = True
-        score = np.where(self.vanished[rows], -np.inf, self.last_score[rows])
+        gone = self.vanished[rows]
+        score = np.where(gone, -np.inf, self.last_score[rows])
         order = np.argsort(-score, axis=1, kind="stable")[:, : p.results_per_search]
-        shown = np.take_along_axis(~self.vanished[rows], order, axis=1)
-        places = np.broadcast_to(np.arange(order.shape[1], dtype=np.int32), order.shape)
-        ranks = self.rank[rows[:, None], order]
-        best = np.where(shown, np.minimum(ranks, places), ranks)
-        self.rank[rows[:, None], order] = best
+        # the shown places as flat cells of the (rows × documents) arrays: one take each
+        cells = (rows * self.d)[:, None] + order
+        shown = ~gone.reshape(-1).take((np.arange(rows.size) * self.d)[:, None] + order)
+        places = np.arange(order.shape[1], dtype=np.int32)[None, :]
+        rank = self.rank.reshape(-1)
+        best = np.where(shown, np.minimum(rank.take(cells), places), rank.take(cells))
+        rank.put(cells, best)
         tokens[rows] = 12 + 14 * shown.sum(axis=1)
+        readable = shown & self.supports.reshape(-1).take(cells)
+        readable &= self.topic.reshape(-1).take(cells) >= 0
+        readable &= ~self.fetched.reshape(-1).take(cells)
+        self.key.reshape(-1).put(cells, np.where(readable, best * self.d + order, UNSEEN))
+        fresh_useless = shown & self.useless_doc.reshape(-1).take(cells)
+        if fresh_useless.any():  # the first seen useless document: the least id seen so far
+            ids = np.where(fresh_useless, order, self.d).min(axis=1)
+            was = self.useless_first[rows]
+            self.useless_first[rows] = np.where(
+                ids < self.d, np.where(was >= 0, np.minimum(was, ids), ids), was
+            )
 
     def _noise(self, rows: np.ndarray) -> np.ndarray:
         """The ranking noise of a fresh query in each of ``rows`` (standard normals per doc)."""
@@ -305,6 +322,7 @@ class ResearchQABatch(SimTaskTwin):
         first = (topic >= 0) & ~self.fetched[rows, doc]
         rows, doc, topic = rows[first], doc[first], topic[first]
         self.fetched[rows, doc] = True
+        self.key[rows, doc] = UNSEEN
         supports = self.supports[rows, doc]
         self.support[rows[supports], topic[supports]] += 1  # one fetch per row: no repeats
         self.contra[rows[~supports], topic[~supports]] += 1
@@ -416,6 +434,7 @@ class ResearchQABatch(SimTaskTwin):
             keep = alive.sum(axis=1) - 1 <= against.sum(axis=1)
             free &= ~(guarded & keep)
         self.vanished[rows[free], doc[free]] = True
+        self.key[rows[free], doc[free]] = UNSEEN
 
     def take(self, keep: np.ndarray) -> None:
         """Keep only the rows ``keep`` (the engine drops finished episodes).

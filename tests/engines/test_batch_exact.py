@@ -174,6 +174,7 @@ def load(world: Any, worlds: list[dict[str, Any]]) -> None:
         return
     world.topic = np.array([w["topic"] for w in worlds], np.int8)
     world.supports = np.array([w["supports"] for w in worlds])
+    world._derive()
 
 
 class Replay(batch_engine.Draws):
