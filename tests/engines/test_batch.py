@@ -249,3 +249,58 @@ def test_run_refuses_engine_batch_before_any_output(
         f"(twins: {twins}) (use the SimPy engine)"
     ]
     assert not out.exists()
+
+
+RUNS = {
+    "compare_flight_booking",
+    "controller_shootout",
+    "detectors_research_qa",
+    "flight_booking",
+    "flight_booking_controllers",
+    "flight_booking_infeasible",
+    "flight_booking_no_replan",
+    "pid_gain_map",
+    "reflect_vs_open_loop",
+    "research_qa_faults",
+    "tune_pid",
+    "weather",
+}
+TWINS_NAMED = "'flight_booking', 'research_qa', 'tool_chain', 'weather'"
+REFUSED = {
+    "context_rebound": "memory compression (context_max) is not modelled",
+    "flight_booking_guarded": "[guards] other than confirm are not modelled "
+    "(token_spike, repeat, human)",
+    "flight_booking_llamacpp": "agent kind 'llm' (only the simulated agent)",
+    "flight_booking_ollama": "agent kind 'llm' (only the simulated agent)",
+    "tau_smollm2_flight_booking": "agent kind 'llm' (only the simulated agent)",
+    "flight_booking_trials": "trials and Reflexion attempts are not modelled",
+    "reflexion": "trials and Reflexion attempts are not modelled",
+    "tau_airline_model": "trials and Reflexion attempts are not modelled",
+    "tau_airline_model_v1": "trials and Reflexion attempts are not modelled",
+    "guardrails": "guardrails are not modelled",
+    "plant_relay": f"no vectorised model of task 'plant' (twins: {TWINS_NAMED})",
+    "team": f"no vectorised model of task 'team' (twins: {TWINS_NAMED})",
+}
+
+
+@pytest.mark.parametrize(
+    "path", sorted((ROOT / "experiments").glob("*.toml")), ids=lambda p: p.stem
+)
+def test_every_shipped_spec_runs_on_the_batch_engine_or_is_refused_in_one_line(
+    path: Path,
+) -> None:
+    """A spec a twin covers runs (each of its laws, a few episodes); the rest name what lacks."""
+    from opar_sim.engines.batch import batch_unsupported
+
+    assert path.stem in RUNS | set(REFUSED), f"a new spec: list it in RUNS or REFUSED ({path})"
+    spec = load_spec(path)
+    if path.stem in REFUSED:
+        assert batch_unsupported(spec) == REFUSED[path.stem]
+        with pytest.raises(SpecError, match=r"^--engine batch: .* \(use the SimPy engine\)$"):
+            check_batch(spec)
+        return
+    check_batch(spec)
+    for k in range(len(spec.controller_list())):
+        result = run_batch(spec, k, 0, 20)
+        assert len(result.outcomes()) == 20 and len(result.answers()) == 20
+        assert (result.steps >= 1).all()
