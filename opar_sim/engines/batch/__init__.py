@@ -1,11 +1,12 @@
 """The lockstep batch engine: N episodes of the simulated agent advance together in arrays.
 
 The SimPy engine (``opar_sim.core.loop``) is the reference; this engine runs
-the same Algorithm 1 with the same noisy-expert agent (``SimulatedAgent``),
-the same tool timing (``SimTask.execute``), the same hard limits, and a
-vectorised model of the task (its array twin, ``opar_sim.core.twin``, registered
-beside the task) and of
-the Reflect law (``controllers.batch``), on every episode at once: step t of
+the same Algorithm 1 with the same noisy-expert model (``agents.expert_model``,
+which ``SimulatedAgent`` runs on floats), the same tool timing
+(``SimTask.execute``), the same hard limits, and a vectorised model of the task
+(its array twin, ``opar_sim.core.twin``, registered beside the task: the engine
+imports no task) and of the Reflect law (``controllers.batch``), on every
+episode at once: step t of
 every live episode is one set of numpy operations.  Each episode keeps its
 own simulated clock, advanced phase by phase, so the time budget cuts an
 episode exactly where SimPy would (the tokens of a call are spent when it
@@ -14,15 +15,17 @@ starts, as in ``SimulatedAgent._llm_call``).
 Its random streams are its own (one generator per chunk of episodes, from
 the run seed and the chunk), so the two engines agree in distribution, not
 episode by episode: ``tests/engines/test_batch.py`` checks success rate,
-mean steps, tokens and REPLANs against the SimPy engine.  Every law of a run
+mean steps, tokens and REPLANs against the SimPy engine, and
+``tests/engines/test_batch_exact.py`` replays the SimPy engine's recorded draws
+(``engine.Draws``) and checks every decision.  Every law of a run
 draws from the same stream, so episode i is the same world under each (common
 random numbers across controllers, as in the SimPy engine): paired comparisons
 of a batch ``compare`` pair like with like.
 It runs the stop confirmation (``[guards] confirm``, every law's on equal
-terms); what it does not run (LLM agents, the other guards, guardrails,
-Reflexion, trials, task wrappers, memory compression) it refuses with a
-``SpecError``; what it leaves out of the rows (steps.jsonl, answers of
-truncated episodes) is in docs/batch.md.
+terms); what it does not run (a task without a twin, a wrapper its twin does
+not model, LLM agents, the other guards, guardrails, Reflexion, trials, memory
+compression) it refuses with a one-line ``SpecError``; what it leaves out of
+the rows (steps.jsonl, answers of truncated episodes) is in docs/batch.md.
 
 The package: ``engine`` (the state of N episodes and one step of the loop on
 it), ``rows`` (the episodes as ``episodes.jsonl`` lines); here, what the
