@@ -7,7 +7,7 @@ label and tool (``TaskTwin.label``), and reports its calls' timeouts and deliver
 of the same spec: the tools and the labels it writes (up to their numbers: a document,
 a flight, a record, a query's topic that a small SimPy sample need not reach) are ones
 the SimPy engine writes for that task.  ``report`` and ``plot`` work on a batch run of
-research_qa_faults (issue 27).
+research_qa_faults, and ``replay`` of its PID on its own rows agrees (issue 27).
 """
 
 from __future__ import annotations
@@ -98,7 +98,7 @@ def test_recording_the_steps_changes_no_result_on_any_twin(name):
         assert np.array_equal(getattr(plain, field), getattr(recorded, field)), field
 
 
-def test_report_and_plot_work_on_a_research_qa_faults_batch_run(tmp_path, capsys):
+def test_report_plot_and_replay_work_on_a_research_qa_faults_batch_run(tmp_path, capsys):
     out = tmp_path / "run"
     spec = "experiments/research_qa_faults.toml"
     argv = ["run", spec, "--engine", "batch", "--episodes", "2000", "--out", str(out)]
@@ -112,3 +112,8 @@ def test_report_and_plot_work_on_a_research_qa_faults_batch_run(tmp_path, capsys
     assert (out / "report.html").stat().st_size > 10_000
     for stem in ("convergence", "signals", "outcomes"):
         assert (out / "figures" / f"{stem}.png").is_file(), stem
+    # each row holds what the law read: replayed on its own rows, the PID decides alike
+    assert main(["replay", str(out), "--controller", "pid"]) == 0
+    capsys.readouterr()
+    own = [v for v in read_jsonl(out / "replay_pid.jsonl") if v["recorded_controller"] == "pid"]
+    assert len(own) == 2000 and {v["verdict"] for v in own} == {"same"}
