@@ -12,7 +12,9 @@ overhead is shown beside it).  What is measured, on flight_booking with the PID:
    two sizes: the difference cancels the start-up), and ``run_episode`` on null
    parts, a task and an agent that do almost nothing (``null_parts.py``): what the
    engine itself costs before any task or agent logic;
-3. the batch engine, in controller-steps (Reflects) per CPU second;
+3. the batch engine, in controller-steps (Reflects) per CPU second, on flight_booking and
+   on every task twin, and the wall time of a 5-replicate batch-screened shoot-out
+   (``twins.py``);
 4. a LangGraph ``StateGraph`` peer of the same four-phase loop (``peer.py``;
    ``pip install -e '.[bench]'``), as a ratio to the SimPy engine;
 5. pool and Dask efficiency: episodes per second with 2 workers over 1;
@@ -55,6 +57,7 @@ import null_parts  # noqa: E402
 import peer  # noqa: E402
 import scaling  # noqa: E402
 import simpy  # noqa: E402
+import twins  # noqa: E402
 
 import controllers  # noqa: E402
 from opar_sim.core.loop import run_episode  # noqa: E402
@@ -310,6 +313,13 @@ def run(
     r["batch_us_per_step"] = median(lambda: batch_engine(s.batch_episodes), repeats) * 1e6
     r["batch_steps_per_cpu_second"] = 1e6 / r["batch_us_per_step"]
     r["batch_speedup_over_simpy"] = r["simpy_us_per_step"] / r["batch_us_per_step"]
+    # issue 27: every task twin in-process, and a replicated shoot-out's wall time (twins.py)
+    section("the batch engine on every twin ...")
+    rates = [twins.rates(s.batch_episodes) for _ in range(min(3, repeats))]
+    r["twin_steps_per_cpu_second"] = {k: statistics.median(x[k] for x in rates) for k in rates[0]}
+    for spec_file in twins.SHOOTOUT_SPECS:
+        section(f"a 5-replicate batch-screened shoot-out on {spec_file} ...")
+        r.setdefault("shootout", {})[spec_file] = twins.shootout(spec_file, quick)
     with tempfile.TemporaryDirectory(prefix="opar-bench-") as tmp:
         work = Path(tmp)
         section(f"the CLI at {s.cli_episodes[0]:,} and {s.cli_episodes[1]:,} episodes ...")
@@ -434,6 +444,27 @@ def table(r: dict[str, Any]) -> Any:
             _verdict(b["steps_per_cpu_second"] >= 1.5e6),
         ]
     )
+    for task, value in r["twin_steps_per_cpu_second"].items():
+        target = 3e6 if task == "flight_booking" else 1e6
+        rows.append(
+            [
+                f"batch twin: {task} (PID, in-process)",
+                f"{value:,.0f} steps/CPU s",
+                "controller-steps per CPU second",
+                f">= {target:,.0f}/s",
+                _verdict(value >= target),
+            ]
+        )
+    for spec_file, t in r["shootout"].items():
+        rows.append(
+            [
+                f"shootout {spec_file} --engine batch --replicates 5",
+                f"{t['wall_s']:.0f} s wall",
+                f"{t['cpu_s']:.0f} s CPU on {t['cpus']:.0f} CPUs",
+                "<= 180 s wall",
+                _verdict(t["wall_s"] <= 180),
+            ]
+        )
     for kind in ("process", "dask"):
         if kind not in r:
             rows.append(

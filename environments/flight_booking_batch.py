@@ -5,7 +5,7 @@ wrong actions, the ground-truth progress and the agent's visible progress
 are written against them, mirroring ``environments.flight_booking`` rule by
 rule (the scalar task stays the reference).  Fare rises arrive as the
 scalar task's Poisson process, one exponential gap at a time, applied at the
-moments the world is read or changed (``disturb_until``): between two reads
+moments the world is read or changed (``sync``): between two reads
 the order of the rises is all that matters, so the model is exact in
 distribution.  What it leaves out is in docs/batch.md: text (results,
 answers) and the ``disturbance`` wrapper.
@@ -20,7 +20,15 @@ from typing import Any
 
 import numpy as np
 
-from environments.flight_booking import FlightBookingParams
+from environments.flight_booking import FlightBooking, FlightBookingParams
+from opar_sim.core.twin import (
+    Action,
+    SimTaskTwin,
+    TwinUnsupported,
+    first_match,
+    take_rows,
+    wrapper_stack,
+)
 
 SEARCH_WEEK, SEARCH_WIDE, NEXT_PAGE, CHECK_POINTS, FILTER, FILTER_LOOSE = range(6)
 BOOK, CANCEL, ITINERARY = 6, 7, 8
@@ -29,8 +37,11 @@ RANGE_NONE, RANGE_WEEK, RANGE_WIDE = 0, 1, 2
 NONE = -1  # no flight (no shortlist, no booking, no best)
 
 
-class FlightBookingBatch:
+class FlightBookingBatch(SimTaskTwin):
     """N flight-booking worlds advancing together; every field an array over episodes."""
+
+    plan_steps = 5  # len(FlightBooking.plan_template())
+    observation_tokens = 30  # FlightBooking's Observation.tokens
 
     def __init__(self, params: FlightBookingParams) -> None:
         """Hold the task's parameters; ``reset`` draws the worlds.
@@ -39,7 +50,32 @@ class FlightBookingBatch:
             params: The scalar task's validated parameters.
         """
         self.params = params
+        self.tools = params.tools
+        self.task: Any = None  # the scalar task, for the step rows' labels (``from_task``)
         self.n = 0
+
+    @classmethod
+    def from_task(cls, task: Any) -> FlightBookingBatch:
+        """The twin of a built ``FlightBooking`` (the task's registered twin factory).
+
+        Args:
+            task: The built task.
+
+        Returns:
+            Its twin, with the task's parameters.
+
+        Raises:
+            TwinUnsupported: If the task is wrapped or is not exactly ``FlightBooking``.
+        """
+        stack, inner = wrapper_stack(task)
+        if stack:
+            names = ", ".join(name for name, _ in stack)
+            raise TwinUnsupported(f"flight_booking's twin models no task wrappers ({names})")
+        if type(inner) is not FlightBooking:
+            raise TwinUnsupported(f"no vectorised model of {type(inner).__name__}")
+        twin = cls(inner.params)
+        twin.task = inner  # the step rows' labels are the scalar task's own
+        return twin
 
     # -- world -----------------------------------------------------------------
     def reset(self, n: int, rng: np.random.Generator) -> None:
@@ -99,7 +135,7 @@ class FlightBookingBatch:
         best = np.argmin(masked, axis=1)
         return np.where(valid.any(axis=1), best, NONE)
 
-    def disturb_until(self, now: np.ndarray, mask: np.ndarray, rng: np.random.Generator) -> None:
+    def sync(self, now: np.ndarray, mask: np.ndarray, rng: np.random.Generator) -> None:
         """Apply every fare rise due by ``now`` in the rows of ``mask`` (a booked fare is locked).
 
         Args:
@@ -158,6 +194,14 @@ class FlightBookingBatch:
         """Ground-truth progress of every row (``FlightBooking.progress``)."""
         return self._score(self.best, self.booked_right, self.visible)
 
+    def feasible(self) -> np.ndarray:
+        """Whether any flight of each row meets the constraints (at its true fare)."""
+        return np.asarray(self.best >= 0)
+
+    def world_changed(self) -> np.ndarray:
+        """Whether each row's agent saw a fare change (``Observation.world_changed``)."""
+        return self.fare_changed_seen
+
     def complete(self) -> np.ndarray:
         """Whether each row's progress is 1.0: the best flight booked, paid the right way."""
         done = (self.booked == self.best) & (self.booked >= 0)
@@ -184,16 +228,14 @@ class FlightBookingBatch:
         return np.where(ok.any(axis=1), cheapest, NONE)
 
     # -- the expert and the wrong moves -------------------------------------------
-    def expert(self, complete: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def expert(self) -> Action:
         """(tool, flight, payment) of ``FlightBooking.expert_action`` for every row.
-
-        Args:
-            complete: Each row's ``complete`` now.
 
         Returns:
             Tool codes, the flight of a booking (else ``NONE``) and its payment.
         """
         p = self.params
+        complete = self.complete()
         visible = self.visible
         best = self.best
         cells = self.row0 + np.maximum(best, 0)
@@ -219,13 +261,11 @@ class FlightBookingBatch:
         pay = (self.balance < cost).astype(np.int8)  # PAY_POINTS (0) or PAY_CASH (1)
         return tool, np.where(tool == BOOK, best, NONE), pay
 
-    def wrong(
-        self, rng: np.random.Generator, need: np.ndarray
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """One of ``FlightBooking.wrong_actions``, uniformly, for every row.
+    def wrong(self, pick: np.ndarray, need: np.ndarray) -> Action:
+        """One of ``FlightBooking.wrong_actions``, by ``pick``, for every row.
 
         Args:
-            rng: The batch's generator.
+            pick: A uniform per row: action ``int(pick * k)`` of the k in the scalar list.
             need: The rows that take the wrong action (only theirs get a booking's flight).
 
         Returns:
@@ -235,7 +275,7 @@ class FlightBookingBatch:
         has_book = visible > 0
         has_cancel = self.booked >= 0
         count = 3 + has_book + has_cancel
-        pick = (rng.random(self.n) * count).astype(np.int8)
+        pick = (pick * count).astype(np.int8)
         # the list: search, check points, loose filter, [book cheapest by cash], [cancel]
         tool = first_match(
             [pick == 0, pick == 1, pick == 2, (pick == 3) & has_book],
@@ -248,21 +288,38 @@ class FlightBookingBatch:
         flight[rows] = np.argmin(np.where(shown, self.price[rows], np.inf), axis=1)
         return tool, flight, np.full(self.n, PAY_CASH, np.int8)
 
+    def action_key(self, action: Action) -> np.ndarray:
+        """Each row's (tool, flight, payment) as one small integer (``label`` reads it)."""
+        tool, flight, pay = action
+        flights = self.params.n_flights + 1
+        key = (tool.astype(np.int64) * flights + flight + 1) * 2 + pay
+        return np.asarray(key)
+
+    def label(self, key: int) -> tuple[str, str]:
+        """The label and tool of the scalar task's call ``key`` names (``action_key``)."""
+        task = self.task
+        rest, pay = divmod(key, 2)
+        tool, flight = divmod(rest, self.params.n_flights + 1)
+        if tool == BOOK:
+            action = task._book(flight - 1, "points" if pay == PAY_POINTS else "cash")
+        else:
+            names = ("next_week", "widened", "next_page", "check_points", "filter", "filter_loose")
+            name = {CANCEL: "cancel", ITINERARY: "itinerary"}.get(tool) or names[tool]
+            action = task._calls[name]
+        return action.label(), action.tool
+
     # -- tools -------------------------------------------------------------------
-    def apply(
-        self, mask: np.ndarray, tool: np.ndarray, flight: np.ndarray, pay: np.ndarray
-    ) -> tuple[np.ndarray, np.ndarray]:
+    def apply(self, mask: np.ndarray, action: Action) -> tuple[np.ndarray, np.ndarray]:
         """Run the delivered calls of the rows in ``mask`` (``FlightBooking._tool_*``).
 
         Args:
             mask: Rows whose call arrived (no failure, no timeout).
-            tool: Tool codes.
-            flight: The flight of each booking.
-            pay: The payment of each booking.
+            action: Tool codes, the flight of each booking and its payment.
 
         Returns:
             (ok, result tokens) per row (meaningful inside ``mask``).
         """
+        tool, flight, pay = action
         p = self.params
         n, size, f = self.n, p.page_size, p.n_flights
         ok = mask.copy()
@@ -390,28 +447,29 @@ class FlightBookingBatch:
         self.n = len(keep)
         self.row0 = np.arange(self.n) * self.params.n_flights
 
+    def answer_fields(self) -> dict[str, np.ndarray]:
+        """The booking of every row: flight (``NONE``: none), departure, fare and payment."""
+        safe = np.maximum(self.booked, 0)
+        rows = np.arange(self.n)
+        return {
+            "booked": self.booked.copy(),
+            "hour": self.hour[rows, safe].astype(np.int64),
+            "price": self.price[rows, safe].astype(np.float64),
+            "pay": self.pay.copy(),
+        }
 
-def first_match(conditions: list[np.ndarray], choices: list[Any], default: int) -> np.ndarray:
-    """``np.select`` (the first true condition's choice, else ``default``) as integer codes.
-
-    Written from the last condition to the first, one ``np.where`` on int8 codes
-    each (no index arrays): several times cheaper than ``np.select`` on long arrays.
-    """
-    out = np.full(len(conditions[0]), default, np.int8)
-    for condition, choice in zip(reversed(conditions), reversed(choices), strict=True):
-        pick = choice.astype(np.int8) if isinstance(choice, np.ndarray) else np.int8(choice)
-        out = np.where(condition, pick, out)
-    return out
-
-
-def take_rows(obj: Any, keep: np.ndarray, n: int) -> None:
-    """Index every array attribute of ``obj`` whose first dimension is ``n`` by ``keep``.
-
-    Args:
-        obj: An object holding per-episode arrays as attributes.
-        keep: Row indices to keep.
-        n: The current number of rows.
-    """
-    for name, value in vars(obj).items():
-        if isinstance(value, np.ndarray) and value.ndim >= 1 and value.shape[0] == n:
-            setattr(obj, name, value[keep])
+    def answers(self, fields: dict[str, np.ndarray]) -> list[str]:
+        """Each ended row's final answer, as ``FlightBooking.answer`` words it."""
+        return [
+            "no booking"
+            if fid < 0
+            else f"flight #{fid} at {hour:02d}:00 for {price:.0f}, paid by "
+            + ("points" if pay == PAY_POINTS else "cash")
+            for fid, hour, price, pay in zip(
+                fields["booked"].tolist(),
+                fields["hour"].tolist(),
+                fields["price"].tolist(),
+                fields["pay"].tolist(),
+                strict=True,
+            )
+        ]

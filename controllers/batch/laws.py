@@ -157,8 +157,9 @@ class BatchSPRT:
         """Copy the scalar law's tables and boundaries."""
         self.law = law
         self.name = law.name
-        self.done_llr = np.asarray(law.done_llr)
-        self.abandon_llr = np.asarray(law.abandon_llr)
+        # a tuple, not arrays: the engine's compaction (``take_rows``) indexes every array
+        # attribute as long as the rows, and a table of 15 cells met 15 rows once
+        self.tables = (np.asarray(law.done_llr), np.asarray(law.abandon_llr))
         self.edges = sprt.ACT_EDGES
 
     def reset(self, n: int) -> None:
@@ -177,8 +178,9 @@ class BatchSPRT:
         for edge in self.edges:
             act_bin += r.delta_act >= edge
         cell = np.minimum(self.productive, sprt.PRODUCTIVE_CAP) * sprt.N_ACT + act_bin
-        self.done = np.maximum(0.0, self.done + self.done_llr[done_bin])
-        self.abandon = self.abandon + self.abandon_llr[cell]
+        done_llr, abandon_llr = self.tables
+        self.done = np.maximum(0.0, self.done + done_llr[done_bin])
+        self.abandon = self.abandon + abandon_llr[cell]
         self.productive = self.productive + (act_bin == sprt.N_ACT - 1)
         done = self.done > law.done_at
         give = ~done & (self.abandon > law.abandon_at)

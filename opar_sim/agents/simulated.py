@@ -34,80 +34,39 @@ from typing import Any
 
 import numpy as np
 import simpy
-from pydantic import BaseModel, ConfigDict, Field
 
 from opar_sim.agents.context import Context
+from opar_sim.agents.expert_model import (
+    DONE_CLAIM,
+    PRODUCTIVE_MARGIN,
+    RESULT_TOKEN_CAP,
+    WORLD_CHANGE_DRIFT,
+    SimulatedAgentParams,
+    call_seconds,
+    clip_quality,
+    context_quality,
+    drift_after,
+    result_tokens,
+    sense,
+    shifted,
+    step_token_bound,
+)
 from opar_sim.core.agent import ActChoice
 from opar_sim.core.clock import advance
 from opar_sim.core.seeding import derived
 from opar_sim.core.task import Task, innermost, task_features
 from opar_sim.core.types import Action, ActionResult, Cost, Evaluation, Observation, Plan
 
-RESULT_TOKEN_CAP = 200  # results are truncated to this many tokens in the context
 ATTEMPT_STREAM = 0x41  # the key tag of a Reflexion attempt's agent stream ("A")
 DIFFICULTY_STREAM = 0x44  # the key tag of a world's difficulty, derived from its task stream ("D")
 
-
-class SimulatedAgentParams(BaseModel):
-    """Every knob of the noisy-expert agent, with defaults that behave like a small LLM."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    plan_alpha: float = Field(1.2, gt=0, description="Beta prior α of plan quality")
-    plan_beta: float = Field(1.2, gt=0, description="Beta prior β of plan quality")
-    critique_gain: float = Field(0.2, ge=0, le=1, description="quality added by a right critique")
-    critique_tolerance: float = Field(
-        0.15, ge=0, le=1, description="|δ_task − p| under which an evaluation counts as right"
-    )
-    bias: float = Field(0.05, ge=-1, le=1, description="self-assessment bias (>0: over-confident)")
-    noise: float = Field(0.1, ge=0, le=1, description="self-assessment noise σ on δ_task")
-    context_knee: int = Field(2500, gt=0, description="context tokens past which quality falls")
-    context_decay: float = Field(
-        0.5, ge=0, description="fraction of quality lost per knee of context beyond the knee"
-    )
-    quality_floor: float = Field(0.05, ge=0, le=1)
-    system_tokens: int = Field(300, ge=0)
-    plan_tokens: int = Field(250, ge=1, description="completion tokens of a fresh plan")
-    continue_tokens: int = Field(30, ge=1, description="completion tokens to continue a plan")
-    act_tokens: int = Field(40, ge=1)
-    eval_tokens: int = Field(90, ge=1)
-    tokens_per_second: float = Field(50.0, gt=0, description="generation speed")
-    prompt_tokens_per_second: float = Field(1000.0, gt=0, description="prompt processing speed")
-    observe_seconds: float = Field(0.1, ge=0)
-    invalid_format_rate: float = Field(0.01, ge=0, le=1)
-    # -- memory: compression (Algorithm 2, step 2.5) and Reflexion --------------------
-    context_max: int | None = Field(
-        None, gt=0, description="C_max: compress older steps past this many tokens (None: never)"
-    )
-    memory_tokens: int = Field(200, ge=1, description="tokens of the memory entry (the summary)")
-    keep_steps: int = Field(2, ge=0, description="recent steps kept verbatim by a compression")
-    memory_quality_loss: float = Field(
-        0.05, ge=0, le=1, description="share of plan quality lost once memory is summarised"
-    )
-    memory_noise: float = Field(
-        0.03, ge=0, le=1, description="self-assessment noise σ added once memory is summarised"
-    )
-    reflexion_gain: float = Field(
-        0.12, ge=0, le=1, description="plan quality added per remembered critique (Reflexion)"
-    )
-    # -- task heterogeneity: a per-world random effect on the logit of plan quality ----
-    task_effect_mean: float = Field(
-        0.0, ge=-20, le=20, description="mean shift of the logit of plan quality per world"
-    )
-    task_effect_slope: float = Field(
-        0.0, ge=-20, le=20, description="shift per unit of the world's feature `task_feature`"
-    )
-    task_effect_sd: float = Field(
-        0.0, ge=0, le=20, description="spread σ of the world's shift (shared by its trials)"
-    )
-    task_feature: str = Field(
-        "write_actions", description="the task feature the mean shift depends on"
-    )
-
-    @property
-    def heterogeneous(self) -> bool:
-        """Whether plan quality carries a per-world shift (any task-effect knob non-zero)."""
-        return bool(self.task_effect_mean or self.task_effect_slope or self.task_effect_sd)
+__all__ = [
+    "RESULT_TOKEN_CAP",
+    "SimulatedAgent",
+    "SimulatedAgentParams",
+    "shifted",
+    "world_shift",
+]
 
 
 class SimulatedAgent:
@@ -182,23 +141,15 @@ class SimulatedAgent:
 
     def _llm_call(self, completion: int) -> float:
         """Spend one model call; return its simulated duration in seconds."""
-        p = self.params
         prompt = self.context.tokens
         self.cost.prompt_tokens += prompt
         self.cost.completion_tokens += completion
         self.cost.llm_calls += 1
-        return prompt / p.prompt_tokens_per_second + completion / p.tokens_per_second
+        return call_seconds(prompt, completion, self.params)
 
     def max_step_tokens(self, fresh_plan: bool) -> int:
         """Worst case of a step's calls (plan, act with a retry, evaluate, a summary if on)."""
-        p = self.params
-        completions = (p.plan_tokens if fresh_plan else p.continue_tokens) + 2 * p.act_tokens
-        completions += p.eval_tokens
-        growth = completions + RESULT_TOKEN_CAP + 64  # the observation appended first
-        bound = 4 * (self.context.tokens + growth) + completions
-        if p.context_max is not None:  # a fifth call: the summary of step 2.5
-            bound += self.context.tokens + growth + 2 * p.memory_tokens
-        return bound
+        return step_token_bound(self.context.tokens, fresh_plan, self.params)
 
     def effective_quality(self, plan: Plan) -> float:
         """The chance the next step under ``plan`` is the expert's, with the context as it is now.
@@ -220,11 +171,7 @@ class SimulatedAgent:
         quality = plan.quality
         if self._compressions:  # details lost to the summary (re-summarising does not compound)
             quality *= 1.0 - p.memory_quality_loss
-        excess = self.context.tokens - p.context_knee
-        if excess <= 0:
-            return quality
-        factor = 1.0 - p.context_decay * excess / p.context_knee
-        return max(p.quality_floor, quality * factor)
+        return context_quality(quality, self.context.tokens, p)
 
     # -- the four phases -----------------------------------------------------------
     def observe(
@@ -238,7 +185,7 @@ class SimulatedAgent:
         obs = task.observe()
         self.context.append("observation", obs.tokens)
         if obs.world_changed:
-            self._drift = max(self._drift, 0.8)
+            self._drift = max(self._drift, WORLD_CHANGE_DRIFT)
         return obs
 
     def plan(
@@ -264,7 +211,7 @@ class SimulatedAgent:
             quality += p.critique_gain
         if self._lessons:
             quality += p.reflexion_gain * len(self._lessons)
-        quality = min(0.98, max(0.02, quality))
+        quality = clip_quality(quality)
         delay = self._llm_call(p.plan_tokens)
         if not advance(env, delay):
             yield env.timeout(delay)
@@ -305,7 +252,7 @@ class SimulatedAgent:
 
     def absorb(self, result: ActionResult) -> None:
         """Add the result to the context, truncated to ``RESULT_TOKEN_CAP`` tokens."""
-        self.context.append("result", min(RESULT_TOKEN_CAP, result.tokens + 4))
+        self.context.append("result", result_tokens(result.tokens))
 
     def evaluate(
         self, env: simpy.Environment, task: Task, action: Action | None, result: ActionResult
@@ -321,27 +268,20 @@ class SimulatedAgent:
             yield env.timeout(delay)
         self.context.append("reflection", p.eval_tokens)
         visible = task.observe().visible_progress
-        productive = visible > self._visible + 1e-9
+        productive = visible > self._visible + PRODUCTIVE_MARGIN
         self._visible = visible
-        self._drift = 0.5 * self._drift + (0.0 if productive else 0.5)
-        noise_task, noise_act, noise_plan = rng.standard_normal(3).tolist()
+        self._drift = drift_after(self._drift, productive)
+        noises = rng.standard_normal(3).tolist()
         sigma = p.noise + (p.memory_noise if self._compressions else 0.0)
-        delta_task = min(1.0, max(0.0, visible + p.bias + sigma * noise_task))
-        if not result.ok:
-            act = 0.1
-        elif productive:
-            act = 1.0
-        else:
-            act = 0.6
-        delta_act = min(1.0, max(0.0, act + 0.5 * p.noise * noise_act))
-        delta_plan = min(1.0, max(0.0, self._drift + 0.5 * p.noise * noise_plan))
-        confidence = min(1.0, max(0.0, delta_task * (1.0 - 0.3 * self._drift)))
+        delta_task, delta_act, delta_plan, confidence = sense(
+            visible, self._drift, result.ok, productive, noises, sigma, p
+        )
         self._critique_right = abs(delta_task - task.progress) <= p.critique_tolerance
         if result.ok:
             critique = "progress" if productive else "no progress"
         else:
             critique = f"failed: {result.error}"
-        missing = () if delta_task >= 0.999 else ("remaining goal",)
+        missing = () if delta_task >= DONE_CLAIM else ("remaining goal",)
         memory = None
         if p.context_max is not None and self.context.tokens > p.context_max:
             memory = yield from self._compress(env)
@@ -384,18 +324,3 @@ def world_shift(params: SimulatedAgentParams, task: Task) -> float:
         z = float(derived(_world_stream(task), DIFFICULTY_STREAM).standard_normal())
         shift += params.task_effect_sd * z
     return shift
-
-
-def shifted(quality: float, shift: float) -> float:
-    """``quality`` moved by ``shift`` on the logit scale (kept inside (0, 1)).
-
-    Args:
-        quality: A probability.
-        shift: The logit shift.
-
-    Returns:
-        sigmoid(logit(quality) + shift), with ``quality`` first clipped to [1e-6, 1 − 1e-6].
-    """
-    q = min(1.0 - 1e-6, max(1e-6, quality))
-    logit = float(np.log(q / (1.0 - q))) + shift
-    return float(1.0 / (1.0 + np.exp(-logit)))

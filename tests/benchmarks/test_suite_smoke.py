@@ -65,6 +65,12 @@ def test_the_suite_runs_and_writes_its_results(
         assert row in printed, row
     assert "controller-steps/CPU s" in printed and "opar-sim --help" in printed
     assert "`run --engine batch`, rows written" in printed
+    # issue 27: every twin's rate, and the shoot-outs' wall time
+    assert len(r["twin_steps_per_cpu_second"]) == 5
+    assert all(v > 0 for v in r["twin_steps_per_cpu_second"].values())
+    assert set(r["shootout"]) == {"flight_booking.toml", "research_qa_faults.toml"}
+    assert all(t["wall_s"] > 0 and t["cpu_s"] > 0 for t in r["shootout"].values())
+    assert "batch twin: research_qa_faults" in printed and "--replicates 5" in printed
 
 
 def test_child_usage_reads_the_one_child_it_ran() -> None:

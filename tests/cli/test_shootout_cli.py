@@ -93,14 +93,14 @@ def test_a_batch_screened_shootout_rescores_finalists_of_every_contender(tmp_pat
 
 def test_a_spec_the_batch_engine_cannot_run_is_searched_on_simpy(tmp_path, capsys):
     """Screening asked for a task with no vectorised model: the same search on SimPy, said."""
-    spec = SPEC.replace("flight_booking.toml", "weather.toml")
+    spec = SPEC.replace("flight_booking.toml", "plant_relay.toml")
     out = tmp_path / "sw"
     argv = ["shootout", spec, "--controllers", "pid,threshold", "--trials-per-dim", "1"]
     argv += ["--engine", "batch", "--replicates", "2"]
     argv += ["--train-episodes", "10", "--holdout-episodes", "10"]
     assert main([*argv, "--workers", "1", "--out", str(out)]) == 0
     printed = capsys.readouterr().out
-    assert "pid: trials on the SimPy engine (no vectorised model of task 'weather'" in printed
+    assert "pid: trials on the SimPy engine (no vectorised model of task 'plant'" in printed
     data = json.loads((out / "shootout.json").read_text())
     assert all(law["trials_engine"] == "simpy" for law in data["laws"])
     assert all(law["episodes"]["finalist_episodes_simpy"] == 0 for law in data["laws"])

@@ -24,8 +24,8 @@ from controllers.batch import (
     from_scalar,
 )
 from controllers.oracle import Oracle
-from environments.flight_booking_batch import take_rows
 from opar_sim.core.controller import ReflectContext, Truth
+from opar_sim.core.twin import take_rows
 from opar_sim.core.types import ControlSignal, Decision, Evaluation
 
 CODES = {

@@ -34,7 +34,9 @@ def test_recording_the_steps_changes_no_result(spec):
     recorder = step_recorder(spec)
     recorded = run_batch(spec, 0, 0, EPISODES, recorder)
     for name in plain.__dataclass_fields__:
-        assert np.array_equal(getattr(plain, name), getattr(recorded, name)), name
+        if name not in ("answer_fields", "words"):
+            assert np.array_equal(getattr(plain, name), getattr(recorded, name)), name
+    assert plain.answers() == recorded.answers()
 
 
 def test_each_episode_holds_its_steps_and_its_last_decision(spec):

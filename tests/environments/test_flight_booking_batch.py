@@ -69,7 +69,7 @@ def test_batch_world_matches_the_scalar_task_action_by_action() -> None:
         risen = rng.random(N) < 0.33
         before = world.price.copy()
         world.next_rise[risen] = 0.0
-        world.disturb_until(np.zeros(N), risen, rng)
+        world.sync(np.zeros(N), risen, rng)
         world.next_rise[:] = np.inf
         for i, j in zip(*np.nonzero(world.price != before), strict=True):
             tasks[i].flights[j].price = float(world.price[i, j])
@@ -77,7 +77,7 @@ def test_batch_world_matches_the_scalar_task_action_by_action() -> None:
             tasks[i]._best = best.flight_id if best else None
             tasks[i]._cache = None
         # the expert's next action, then one action per row (expert or a wrong move)
-        tool, flight, pay = world.expert(world.complete())
+        tool, flight, pay = world.expert()
         chosen = []
         for i, task in enumerate(tasks):
             expert = task.expert_action()
@@ -90,9 +90,8 @@ def test_batch_world_matches_the_scalar_task_action_by_action() -> None:
             chosen.append(pick)
         codes = np.array([encode(a, params) for a in chosen])
         seen_tools.update(codes[:, 0].tolist())
-        ok, tokens = world.apply(
-            np.ones(N, bool), codes[:, 0].astype(np.int8), codes[:, 1], codes[:, 2].astype(np.int8)
-        )
+        action = (codes[:, 0].astype(np.int8), codes[:, 1], codes[:, 2].astype(np.int8))
+        ok, tokens = world.apply(np.ones(N, bool), action)
         visible = world.visible_progress()
         progress = world.progress()
         complete = world.complete()

@@ -191,9 +191,13 @@ def test_tune_engine_batch_screens_then_confirms_on_simpy(tmp_path, capsys):
 
 def test_tune_engine_batch_refuses_what_it_cannot_screen(tmp_path, capsys):
     spec = tmp_path / "t.toml"
-    spec.write_text(TUNE.format(high=0.99))  # weather: no vectorised model
+    # weather's twin models no wrapper: a delayed weather cannot be screened
+    wrapped = TUNE.format(high=0.99).replace(
+        "[controller]", '[[task.wrappers]]\nname = "delay"\n[controller]'
+    )
+    spec.write_text(wrapped)
     argv = ["tune", str(spec), "--engine", "batch", "--workers", "1"]
     assert main([*argv, "--out", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err
-    assert "--engine batch" in err and "no vectorised model" in err
+    assert "--engine batch" in err and "weather's twin models no task wrappers (delay)" in err
     assert len(err.strip().splitlines()) == 1

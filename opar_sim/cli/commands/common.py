@@ -71,7 +71,7 @@ def add_run_flags(parser: argparse.ArgumentParser) -> None:
         choices=("simpy", "batch"),
         default="simpy",
         help="simpy: the reference engine (default); batch: N episodes in numpy lockstep, "
-        "in this process (flight_booking, simulated agent; see docs/batch.md)",
+        "in this process (tasks with an array twin, simulated agent; see docs/batch.md)",
     )
 
 

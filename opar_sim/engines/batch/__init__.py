@@ -1,10 +1,12 @@
 """The lockstep batch engine: N episodes of the simulated agent advance together in arrays.
 
 The SimPy engine (``opar_sim.core.loop``) is the reference; this engine runs
-the same Algorithm 1 with the same noisy-expert agent (``SimulatedAgent``),
-the same tool timing (``SimTask.execute``), the same hard limits, and a
-vectorised model of the task (``environments.flight_booking_batch``) and of
-the Reflect law (``controllers.batch``), on every episode at once: step t of
+the same Algorithm 1 with the same noisy-expert model (``agents.expert_model``,
+which ``SimulatedAgent`` runs on floats), the same tool timing
+(``SimTask.execute``), the same hard limits, and a vectorised model of the task
+(its array twin, ``opar_sim.core.twin``, registered beside the task: the engine
+imports no task) and of the Reflect law (``controllers.batch``), on every
+episode at once: step t of
 every live episode is one set of numpy operations.  Each episode keeps its
 own simulated clock, advanced phase by phase, so the time budget cuts an
 episode exactly where SimPy would (the tokens of a call are spent when it
@@ -13,18 +15,21 @@ starts, as in ``SimulatedAgent._llm_call``).
 Its random streams are its own (one generator per chunk of episodes, from
 the run seed and the chunk), so the two engines agree in distribution, not
 episode by episode: ``tests/engines/test_batch.py`` checks success rate,
-mean steps, tokens and REPLANs against the SimPy engine.  Every law of a run
+mean steps, tokens and REPLANs against the SimPy engine, and
+``tests/engines/test_batch_exact.py`` replays the SimPy engine's recorded draws
+(``engine.Draws``) and checks every decision.  Every law of a run
 draws from the same stream, so episode i is the same world under each (common
 random numbers across controllers, as in the SimPy engine): paired comparisons
 of a batch ``compare`` pair like with like.
 It runs the stop confirmation (``[guards] confirm``, every law's on equal
-terms); what it does not run (LLM agents, the other guards, guardrails,
-Reflexion, trials, task wrappers, memory compression) it refuses with a
-``SpecError``; what it leaves out of the rows (steps.jsonl, answers of
-truncated episodes) is in docs/batch.md.
+terms); what it does not run (a task without a twin, a wrapper its twin does
+not model, LLM agents, the other guards, guardrails, Reflexion, trials, memory
+compression) it refuses with a one-line ``SpecError``; what it leaves out of
+the rows (steps.jsonl, answers of truncated episodes) is in docs/batch.md.
 
 The package: ``engine`` (the state of N episodes and one step of the loop on
-it), ``rows`` (the episodes as ``episodes.jsonl`` lines); here, what the
+it), ``rows`` (the episodes as ``episodes.jsonl`` lines and Parquet, the steps through the
+engine's ``record`` hook); here, what the
 engine accepts and how a run is cut into chunks.
 """
 
@@ -35,9 +40,8 @@ from typing import Any
 import numpy as np
 
 from controllers.batch import Unsupported, from_scalar
-from environments.flight_booking import FlightBooking
-from environments.flight_booking_batch import BOOK, PAY_POINTS, FlightBookingBatch
 from opar_sim.agents.simulated import SimulatedAgent
+from opar_sim.core.twin import TWINS, TwinUnsupported, twin_of
 from opar_sim.engines.batch.engine import BatchEpisodes, _Engine
 from opar_sim.engines.batch.rows import StepRecorder, episode_rows, episode_table, episode_text
 from opar_sim.spec.build import build
@@ -83,10 +87,9 @@ def batch_unsupported(spec: ExperimentSpec) -> str | None:
     Returns:
         A short reason (``check_batch`` words it as an error), or None.
     """
-    if spec.task.name != FlightBooking.name:
-        return f"no vectorised model of task {spec.task.name!r} (only {FlightBooking.name!r})"
-    if spec.task.wrappers:
-        return "task wrappers are not modelled"
+    if spec.task.name not in TWINS:
+        have = ", ".join(repr(name) for name in sorted(TWINS))
+        return f"no vectorised model of task {spec.task.name!r} (twins: {have})"
     if spec.agent.kind != "simulated":
         return f"agent kind {spec.agent.kind!r} (only the simulated agent)"
     if spec.trials > 1 or spec.reflexion.attempts > 1:
@@ -102,9 +105,10 @@ def batch_unsupported(spec: ExperimentSpec) -> str | None:
         return "only the plain simulated agent"
     if agent.params.context_max is not None:
         return "memory compression (context_max) is not modelled"
-    task = parts.make_task()
-    if type(task) is not FlightBooking:
-        return f"no vectorised model of {type(task).__name__}"
+    try:
+        twin_of(parts.make_task())
+    except TwinUnsupported as exc:
+        return str(exc)
     for _, make in parts.controllers:
         try:
             from_scalar(make(), make)
@@ -120,22 +124,9 @@ def step_recorder(spec: ExperimentSpec) -> StepRecorder:
         spec: A spec the batch engine supports (``check_batch``).
 
     Returns:
-        An empty recorder, naming actions as the scalar task does.
+        An empty recorder, naming actions as the scalar task does (its twin's ``label``).
     """
-    task = build(spec).make_task()
-    assert isinstance(task, FlightBooking)
-    calls = task._calls  # the scalar task's own actions, so the labels are its labels
-    names = ("next_week", "widened", "next_page", "check_points", "filter", "filter_loose")
-    others = {BOOK + 1: calls["cancel"], BOOK + 2: calls["itinerary"]}
-
-    def label(tool: int, flight: int, pay: int) -> tuple[str, str]:
-        if tool == BOOK:
-            action = task._book(flight, "points" if pay == PAY_POINTS else "cash")
-        else:
-            action = others[tool] if tool in others else calls[names[tool]]
-        return action.label(), action.tool
-
-    return StepRecorder(label, len(task.plan_template()))
+    return StepRecorder(twin_of(build(spec).make_task()).label)
 
 
 def run_batch(
@@ -160,7 +151,7 @@ def run_batch(
     parts = build(spec)
     task = parts.make_task()
     agent = parts.make_agent()
-    assert isinstance(task, FlightBooking) and isinstance(agent, SimulatedAgent)
+    assert isinstance(agent, SimulatedAgent)
     make = parts.controllers[controller][1]
     law = from_scalar(make(), make)
     goal_tokens = max(1, len(task.goal) // 4)
@@ -171,7 +162,7 @@ def run_batch(
         # same worlds in episode i for each, common random numbers across controllers
         seed = np.random.SeedSequence(spec.seed, spawn_key=(BATCH_STREAM, 0, first))
         engine = _Engine(
-            FlightBookingBatch(task.params),
+            twin_of(task),
             law,
             agent.params,
             parts.limits,
@@ -189,6 +180,10 @@ def _concat(pieces: list[BatchEpisodes]) -> BatchEpisodes:
         return pieces[0]
     fields: dict[str, Any] = {}
     for name in BatchEpisodes.__dataclass_fields__:
-        values = [getattr(piece, name) for piece in pieces]
-        fields[name] = np.concatenate(values)
-    return BatchEpisodes(**fields)
+        if name not in ("answer_fields", "words"):
+            fields[name] = np.concatenate([getattr(piece, name) for piece in pieces])
+    answers = {
+        key: np.concatenate([piece.answer_fields[key] for piece in pieces])
+        for key in pieces[0].answer_fields
+    }
+    return BatchEpisodes(**fields, answer_fields=answers, words=pieces[0].words)

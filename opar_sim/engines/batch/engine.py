@@ -8,20 +8,35 @@ package's docstring and docs/batch.md.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Protocol
 
 import numpy as np
 
 from controllers.batch import CONTINUE, REPLAN, TERMINATE, BatchLaw, Reading
-from environments.flight_booking_batch import PAY_CASH, PAY_POINTS, FlightBookingBatch, take_rows
-from opar_sim.agents.simulated import RESULT_TOKEN_CAP, SimulatedAgentParams
+from opar_sim.agents.expert_model import (
+    DONE_CLAIM,
+    DRIFT_KEEP,
+    DRIFT_STALL,
+    PRODUCTIVE_MARGIN,
+    WORLD_CHANGE_DRIFT,
+    SimulatedAgentParams,
+    call_seconds,
+    clip_quality_array,
+    context_quality_array,
+    result_tokens_array,
+    sense_array,
+    shifted_array,
+    step_token_bound,
+    world_shift_array,
+)
 from opar_sim.core import outcome
 from opar_sim.core.limits import Limits
 from opar_sim.core.outcome import Ending, judge_array
+from opar_sim.core.twin import TaskTwin, take_rows
 from opar_sim.core.types import Outcome
 
 COMPACT = 0.8  # drop the finished rows once fewer than this share of the rows is live
-PLAN_STEPS = 5  # len(FlightBooking.plan_template())
 
 # episode status codes, and the ending each stands for (the kernel's judge reads them)
 RUNNING, TERMINATED, INVALID, TOKENS, TIME, MAX_STEPS = range(6)
@@ -33,6 +48,10 @@ ENDINGS: tuple[Ending | None, ...] = (
     Ending(truncated="time"),
     outcome.MAX_STEPS,
 )
+
+
+class _Words(Protocol):
+    def answers(self, fields: dict[str, np.ndarray]) -> list[str]: ...
 
 
 @dataclass
@@ -52,26 +71,15 @@ class BatchEpisodes:
     sim_seconds: np.ndarray
     tool_calls: np.ndarray
     replans: np.ndarray
-    booked: np.ndarray  # the final booking's flight (-1: none), departure, fare and payment
-    hour: np.ndarray
-    price: np.ndarray
-    pay: np.ndarray
+    # what each final answer is made of (the twin's ``answer_fields``) and who words it
+    answer_fields: dict[str, np.ndarray] = field(default_factory=dict)
+    words: _Words | None = None
 
     def answers(self) -> list[str]:
-        """Each episode's final answer, as ``FlightBooking.answer`` words it."""
-        return [
-            "no booking"
-            if fid < 0
-            else f"flight #{fid} at {hour:02d}:00 for {price:.0f}, paid by "
-            + ("points" if pay == PAY_POINTS else "cash")
-            for fid, hour, price, pay in zip(
-                self.booked.tolist(),
-                self.hour.tolist(),
-                self.price.tolist(),
-                self.pay.tolist(),
-                strict=True,
-            )
-        ]
+        """Each episode's final answer, as the task's ``answer`` words it."""
+        if self.words is None:
+            return [""] * len(self.status)
+        return self.words.answers(self.answer_fields)
 
     @property
     def success(self) -> np.ndarray:
@@ -93,21 +101,55 @@ class BatchEpisodes:
         return labels
 
 
+class Draws:
+    """The engine's own draws (the agent's and the tool timing's), from one generator.
+
+    Each step takes four uniforms per row (act retry, invalid output, expert, tool
+    failure) and four normals (the evaluation's three noises, the tool latency), a
+    Beta draw per fresh plan and a uniform per row picking a wrong action.  A test
+    replays recorded draws through a subclass (keyed by episode and step); the world's
+    draws (``TaskTwin.reset``, ``sync``) stay with the generator.
+    """
+
+    def __init__(self, rng: np.random.Generator) -> None:
+        """Draw from ``rng``.
+
+        Args:
+            rng: The batch's generator.
+        """
+        self.rng = rng
+
+    def step(self, ids: np.ndarray, t: int) -> tuple[np.ndarray, np.ndarray]:
+        """Step ``t``'s uniforms and normals, each of shape (4, rows)."""
+        n = len(ids)
+        return self.rng.random((4, n)), self.rng.standard_normal((4, n))
+
+    def beta(self, ids: np.ndarray, t: int, p: SimulatedAgentParams) -> np.ndarray:
+        """Fresh plans' quality draws for the episodes ``ids``."""
+        return self.rng.beta(p.plan_alpha, p.plan_beta, len(ids))
+
+    def pick(self, ids: np.ndarray, t: int) -> np.ndarray:
+        """A uniform per row choosing a wrong action."""
+        return self.rng.random(len(ids))
+
+
 class _Engine:
     """The state of N episodes of one controller; ``run`` advances them to their ends."""
 
     def __init__(
         self,
-        world: FlightBookingBatch,
+        world: TaskTwin,
         law: BatchLaw,
         agent: SimulatedAgentParams,
         limits: Limits,
         goal_tokens: int,
         rng: np.random.Generator,
         confirm: int = 1,
+        draws: Draws | None = None,
         record: Callable[[int, np.ndarray, dict[str, np.ndarray]], None] | None = None,
     ) -> None:
         self.world, self.law, self.p, self.limits, self.rng = world, law, agent, limits, rng
+        self.draws = draws or Draws(rng)
         self.goal_tokens = goal_tokens
         self.confirm = confirm  # the [guards] stop confirmation's k (1: every TERMINATE passes)
         # the step rows' hook (engines.batch.rows.StepRecorder.record): called at the end of
@@ -115,13 +157,20 @@ class _Engine:
         self.record = record
         self.controller_steps = 0  # Reflects run, over all episodes
 
-    def run(self, n: int) -> BatchEpisodes:
+    def run(self, n: int, reset: bool = True) -> BatchEpisodes:
+        """Run ``n`` episodes to their ends (``reset=False``: on worlds already drawn)."""
         world, law, p, rng = self.world, self.law, self.p, self.rng
-        world.reset(n, rng)
+        if reset:
+            world.reset(n, rng)
         law.reset(n)
         self.n = n
         s = self.state = _State(n, p.system_tokens + self.goal_tokens)
-        out = _Out(n)
+        if p.heterogeneous:  # each world's shift of the logit of plan quality
+            feature = world.features().get(p.task_feature)
+            x = np.zeros(n) if feature is None else feature
+            normals = rng.standard_normal(n) if p.task_effect_sd else np.zeros(n)
+            s.shift = world_shift_array(p, x, normals)
+        out = _Out(n, world)
         for t in range(1, self.limits.max_steps + 1):
             self._step(t)
             live = np.count_nonzero(s.alive)
@@ -156,22 +205,16 @@ class _Engine:
 
     def _call(self, m: np.ndarray, completion: np.ndarray | int) -> np.ndarray:
         """One model call per row of ``m`` (``SimulatedAgent._llm_call``); the rows still alive."""
-        s, p = self.state, self.p
+        s = self.state
         prompt = s.context
         s.prompt += m * prompt
         s.completion += m * completion
         s.calls += m
-        seconds = prompt * (1.0 / p.prompt_tokens_per_second)
-        seconds += completion / p.tokens_per_second
-        return self._advance(m, seconds)
+        return self._advance(m, call_seconds(prompt, completion, self.p))
 
     def _effective_quality(self) -> np.ndarray:
         """``SimulatedAgent.effective_quality``: the plan's quality decayed past the knee."""
-        s, p = self.state, self.p
-        excess = s.context - p.context_knee
-        factor = 1.0 - (p.context_decay / p.context_knee) * excess
-        decayed = np.maximum(p.quality_floor, s.quality * factor)
-        return np.where(excess <= 0, s.quality, decayed)
+        return context_quality_array(self.state.quality, self.state.context, self.p)
 
     # -- one iteration of Algorithm 1 for every live episode ---------------------------
     def _step(self, t: int) -> None:
@@ -179,32 +222,29 @@ class _Engine:
         n = self.n
         # this step's uniforms (retry, invalid output, expert, tool failure) and normals
         # (the three evaluation noises, the tool latency), drawn in two blocks
-        u = rng.random((4, n))
-        z = rng.standard_normal((4, n))
+        u, z = self.draws.step(s.ids, t)
         # the hard token limit: the step's worst case must fit (SimulatedAgent.max_step_tokens)
-        # bound = 4 (context + completions + cap + 64) + completions, completions = c0 + fresh dc
-        c0 = p.continue_tokens + 2 * p.act_tokens + p.eval_tokens
-        dc = p.plan_tokens - p.continue_tokens
         spent = s.prompt + s.completion
-        spent += 4 * s.context
-        spent += (5 * dc) * s.fresh
-        over = s.alive & (spent > limits.token_budget - 5 * c0 - 4 * (RESULT_TOKEN_CAP + 64))
+        spent += step_token_bound(s.context, s.fresh, p)
+        over = s.alive & (spent > limits.token_budget)
         if over.any():
             np.copyto(s.status, TOKENS, where=over)
             s.alive &= ~over
         # Observe
         a = self._advance(s.alive, p.observe_seconds)
-        np.maximum(s.drift, 0.8 * (a & world.fare_changed_seen), out=s.drift)  # drift >= 0
-        s.context += 30 * a  # Observation.tokens of the task
+        np.maximum(s.drift, WORLD_CHANGE_DRIFT * (a & world.world_changed()), out=s.drift)
+        s.context += world.observation_tokens * a
         # Plan
         s.replans += a & s.has_plan & s.fresh
         new = a & (s.fresh | ~s.has_plan)
         keep = a & ~new
         quality = np.zeros(n)
         drawn = np.flatnonzero(new)  # Beta draws are dear: only the fresh plans'
-        quality[drawn] = rng.beta(p.plan_alpha, p.plan_beta, drawn.size)
+        quality[drawn] = self.draws.beta(s.ids[drawn], t, p)
+        if p.heterogeneous:
+            quality[drawn] = shifted_array(quality[drawn], s.shift[drawn])
         quality += p.critique_gain * (s.has_plan & s.critique_right)
-        np.clip(quality, 0.02, 0.98, out=quality)
+        clip_quality_array(quality)
         done = self._call(a, p.continue_tokens + (p.plan_tokens - p.continue_tokens) * new)
         new &= done
         keep &= done
@@ -227,52 +267,40 @@ class _Engine:
             invalid = r & (u[1] < p.invalid_format_rate)
         else:
             invalid = np.zeros(n, bool)
-        world.disturb_until(s.now, a, rng)
+        world.sync(s.now, a, rng)
         expert = u[2] < self._effective_quality()
-        tool, flight, pay = world.expert(world.complete())
-        wrong_tool, wrong_flight, _ = world.wrong(rng, a & ~expert)  # a wrong booking pays cash
-        tool = np.where(expert, tool, wrong_tool)
-        flight = np.where(expert, flight, wrong_flight)
-        pay = np.where(expert, pay, np.int8(PAY_CASH))
+        right = world.expert()
+        wrong = world.wrong(self.draws.pick(s.ids, t), a & ~expert)
+        action = tuple(np.where(expert, e, w) for e, w in zip(right, wrong, strict=True))
+        # the action's name for the step rows, read before the call changes the world (unused
+        # without a recorder)
+        key = world.action_key(action) if self.record is not None else s.ids
         # the tool call (SimTask.execute): latency, timeout, failure, effect
         valid = a & ~invalid
         # invalid outputs in a row (``invalid`` lies inside ``a``): one more, or back to 0
         s.invalid_run = np.where(a, (s.invalid_run + 1) * invalid, s.invalid_run)
         s.tool_calls += valid
-        tp = world.params.tools
-        latency = tp.latency_median * np.exp(tp.latency_sigma * z[3])
-        timeout = latency > tp.timeout
-        arrived = self._advance(valid, np.minimum(latency, tp.timeout))
-        delivered = arrived & ~timeout & (u[3] >= tp.failure_rate)
-        world.disturb_until(s.now, delivered, rng)
-        ok, tokens = world.apply(delivered, tool, flight, pay)  # both zero outside delivered
+        seconds = world.start_call(valid, action, z[3], u[3], s.now, rng)
+        arrived = self._advance(valid, seconds)
+        ok, tokens = world.finish_call(arrived, action, s.now, rng)  # zero outside arrived
         a &= s.alive  # less those cut during the tool call
-        s.context += a * np.minimum(RESULT_TOKEN_CAP, tokens + 4)
+        s.context += a * result_tokens_array(tokens)
         # Reflect: the evaluation from what is visible, then the law
         a = self._call(a, p.eval_tokens)
         s.context += p.eval_tokens * a
-        world.disturb_until(s.now, a, rng)
+        world.sync(s.now, a, rng)
         visible = world.visible_progress()
-        productive = visible > s.visible + 1e-9
+        productive = visible > s.visible + PRODUCTIVE_MARGIN
         # from here on the rows outside ``a`` are finished (``a`` is ``s.alive``): what they
         # never record (visible progress, drift, critique, clock of the last Reflect, the
         # plan's freshness) is written without a mask
         s.visible = visible
-        s.drift = 0.5 * s.drift + 0.5 * ~productive
-        z *= p.noise
-        delta_task = visible + p.bias
-        delta_task += z[0]
-        np.clip(delta_task, 0.0, 1.0, out=delta_task)
-        act = np.where(ok, np.where(productive, 1.0, 0.6), 0.1)
-        act += 0.5 * z[1]
-        delta_act = np.clip(act, 0.0, 1.0, out=act)
-        delta_plan = s.drift + 0.5 * z[2]
-        np.clip(delta_plan, 0.0, 1.0, out=delta_plan)
-        confidence = delta_task * (1.0 - 0.3 * s.drift)
-        np.clip(confidence, 0.0, 1.0, out=confidence)
+        s.drift = DRIFT_KEEP * s.drift + DRIFT_STALL * ~productive
+        delta_task, delta_act, delta_plan, confidence = sense_array(
+            visible, s.drift, ok, productive, z, p
+        )
         truth = world.progress()
-        right = np.abs(delta_task - truth) <= p.critique_tolerance
-        s.critique_right = right
+        s.critique_right = np.abs(delta_task - truth) <= p.critique_tolerance
         s.plan_age += a
         dt = (s.now - s.last_reflect) * (s.steps > 0)  # 0 at the first Reflect
         s.last_reflect = s.now.copy()
@@ -283,18 +311,18 @@ class _Engine:
             confidence,
             dt,
             s.plan_age,
-            s.cursor >= PLAN_STEPS,
+            s.cursor >= world.plan_steps,
             s.replans,
         )
         needs = getattr(self.law, "needs", ())
-        if "missing" in needs:  # SimulatedAgent.evaluate: missing unless δ_task >= 0.999
-            reading.missing = delta_task < 0.999
+        if "missing" in needs:  # SimulatedAgent.evaluate: missing unless δ_task >= DONE_CLAIM
+            reading.missing = delta_task < DONE_CLAIM
         if "context" in needs:  # ReflectContext.step and .now, for a law run row by row
             reading.step = t
             reading.now = s.now
         if "truth" in needs:  # the truth probe (loop._Probe), read at the Reflect
             reading.complete = truth >= 1.0
-            reading.feasible = world.best >= 0
+            reading.feasible = world.feasible()
             reading.quality = self._effective_quality()
         signal, give_up = self.law.decide(a, reading)
         if self.confirm > 1:
@@ -321,7 +349,9 @@ class _Engine:
             np.copyto(s.status, INVALID, where=broken)
             s.alive &= ~broken
         s.fresh = signal == REPLAN
+        self.signals = signal  # the last step's signals (tests compare them with SimPy's)
         if self.record is not None:  # full-width arrays: the recorder keeps the rows of ``a``
+            timeout, delivered = world.call_state()
             self.record(
                 t,
                 reflected,
@@ -331,16 +361,14 @@ class _Engine:
                     "visible_progress": visible,
                     "plan_quality": s.quality,
                     "effective_quality": self._effective_quality(),
-                    "tool": tool,
-                    "flight": flight,
-                    "pay": pay,
+                    "key": key,
                     "expert": expert,
                     "valid": valid,
                     "timeout": timeout,
                     "delivered": delivered,
                     "ok": ok,
                     "productive": productive,
-                    "latency": np.minimum(latency, tp.timeout),
+                    "latency": seconds,
                     "delta_task": delta_task,
                     "delta_act": delta_act,
                     "delta_plan": delta_plan,
@@ -348,9 +376,9 @@ class _Engine:
                     "signal": signal,
                     "give_up": give_up,
                     "progress": truth,
-                    "feasible": world.best >= 0,
+                    "feasible": world.feasible(),
                     "plan_age": s.plan_age,
-                    "cursor": s.cursor,
+                    "exhausted": s.cursor >= world.plan_steps,
                     "replans": s.replans,
                     "tokens": s.prompt + s.completion,
                     "context_tokens": s.context,
@@ -360,15 +388,15 @@ class _Engine:
     def _record(self, ended: np.ndarray, out: _Out) -> None:
         """Judge the episodes that just ended from their world, at their own clock."""
         s, world = self.state, self.world
-        world.disturb_until(s.now, ended, self.rng)
+        world.sync(s.now, ended, self.rng)
         rows = np.flatnonzero(ended)
         progress = world.progress()
         ids = s.ids[rows]
         out.status[ids] = s.status[rows]
         out.give_up[ids] = s.give_up[rows]
         out.progress[ids] = progress[rows]
-        out.complete[ids] = progress[rows] >= 1.0
-        out.feasible[ids] = world.best[rows] >= 0
+        out.complete[ids] = world.complete()[rows]
+        out.feasible[ids] = world.feasible()[rows]
         out.steps[ids] = s.steps[rows]
         out.best_step[ids] = s.best_step[rows]
         out.prompt[ids] = s.prompt[rows]
@@ -377,12 +405,10 @@ class _Engine:
         out.seconds[ids] = s.now[rows]
         out.tool_calls[ids] = s.tool_calls[rows]
         out.replans[ids] = s.replans[rows]
-        booked = world.booked[rows]
-        safe = np.maximum(booked, 0)
-        out.booked[ids] = booked
-        out.pay[ids] = world.pay[rows]
-        out.hour[ids] = world.hour[rows, safe]
-        out.price[ids] = world.price[rows, safe]
+        for name, values in world.answer_fields().items():
+            if name not in out.answers:
+                out.answers[name] = np.zeros(out.status.shape, values.dtype)
+            out.answers[name][ids] = values[rows]
 
     def _compact(self) -> None:
         """Drop the finished rows from every array (the live ones keep their order)."""
@@ -424,12 +450,14 @@ class _State:
         self.best_delta = np.full(n, -np.inf)
         self.best_step = np.zeros(n, np.int32)
         self.claims = np.zeros(n, np.int32)  # consecutive completion claims (the confirmation)
+        self.shift = np.zeros(n)  # the world's logit shift of plan quality (heterogeneity)
 
 
 class _Out:
     """Per-episode results, indexed by the episode's row at the start."""
 
-    def __init__(self, n: int) -> None:
+    def __init__(self, n: int, world: TaskTwin) -> None:
+        self.world = world
         self.status = np.zeros(n, np.int8)
         self.give_up = np.zeros(n, bool)
         self.complete = np.zeros(n, bool)
@@ -443,10 +471,7 @@ class _Out:
         self.seconds = np.zeros(n)
         self.tool_calls = np.zeros(n, np.int64)
         self.replans = np.zeros(n, np.int64)
-        self.booked = np.zeros(n, np.int64)
-        self.pay = np.zeros(n, np.int8)
-        self.hour = np.zeros(n, np.int64)
-        self.price = np.zeros(n)
+        self.answers: dict[str, np.ndarray] = {}
 
     def episodes(self) -> BatchEpisodes:
         return BatchEpisodes(
@@ -463,8 +488,6 @@ class _Out:
             self.seconds,
             self.tool_calls,
             self.replans,
-            self.booked,
-            self.hour,
-            self.price,
-            self.pay,
+            self.answers,
+            self.world,
         )

@@ -27,13 +27,13 @@ from opar_sim.engines.batch.engine import BatchEpisodes
 from opar_sim.rundir import EpisodeRow, to_line
 from opar_sim.spec.schema import ExperimentSpec
 
-ActionLabel = Callable[[int, int, int], "tuple[str, str]"]
-"""(tool code, flight, payment) -> (the action's label, its tool), as the scalar task names them."""
+ActionLabel = Callable[[int], "tuple[str, str]"]
+"""An action's key -> (its label, its tool), as the scalar task names them (``TaskTwin.label``)."""
 
 SIGNALS = ("continue", "replan", "terminate")  # ControlSignal values, by the laws' codes
 MISSING = "remaining goal"  # SimulatedAgent.evaluate: what is missing below δ_task 0.999
-# the engine's arrays the recorder keeps as they are (the others are packed: ``_FLAGS``, the
-# action's key; or derived when the table is made)
+# the engine's arrays the recorder keeps as they are (the others are packed: ``_FLAGS``; or
+# derived when the table is made)
 _KEPT = (
     "episode",
     "time",
@@ -48,14 +48,23 @@ _KEPT = (
     "signal",
     "progress",
     "plan_age",
-    "cursor",
     "replans",
     "tokens",
     "context_tokens",
+    "key",
 )
-# the engine's masks, kept as the bits of one byte per row (one gather instead of eight)
-_FLAGS = ("valid", "timeout", "delivered", "ok", "productive", "expert", "give_up", "feasible")
-_FLIGHTS = 1 << 12  # the action's key: (tool × _FLIGHTS + flight + 1) × 2 + payment
+# the engine's masks, kept as the bits of one integer per row (one gather instead of nine)
+_FLAGS = (
+    "valid",
+    "timeout",
+    "delivered",
+    "ok",
+    "productive",
+    "expert",
+    "give_up",
+    "feasible",
+    "exhausted",
+)
 
 
 def _seed(spec: ExperimentSpec) -> int:
@@ -244,19 +253,15 @@ def episode_table(
 class StepRecorder:
     """The engine's step hook: keeps the rows of each Reflect, turns them into step columns."""
 
-    def __init__(self, label: ActionLabel, plan_steps: int) -> None:
+    def __init__(self, label: ActionLabel) -> None:
         """Start empty.
 
         Args:
-            label: The scalar task's label and tool of an action (tool code, flight, payment).
-            plan_steps: The task's plan length (``plan_exhausted``: the cursor reached it).
+            label: The scalar task's label and tool of an action's key (``TaskTwin.label``).
         """
         self.label = label
-        self.plan_steps = plan_steps
         self.first = 0
-        self.pieces: dict[str, list[np.ndarray]] = {
-            name: [] for name in (*_KEPT, "flags", "key", "step")
-        }
+        self.pieces: dict[str, list[np.ndarray]] = {name: [] for name in (*_KEPT, "flags", "step")}
 
     def chunk(self, first: int) -> Callable[[int, np.ndarray, dict[str, np.ndarray]], None]:
         """The hook for one chunk of episodes, whose row ids count from episode ``first``."""
@@ -269,8 +274,8 @@ class StepRecorder:
         Args:
             t: The step number (1-based).
             mask: The rows that made this step's Reflect.
-            state: Full-width arrays, one per name of ``_KEPT`` and ``_FLAGS``, and the
-                action: ``tool`` (code), ``flight`` (-1: none) and ``pay`` (code).
+            state: Full-width arrays, one per name of ``_KEPT`` (``key``: the action's,
+                ``TaskTwin.action_key``) and of ``_FLAGS`` (``exhausted``: the plan's).
         """
         rows = np.flatnonzero(mask)
         if not rows.size:
@@ -278,12 +283,10 @@ class StepRecorder:
         pieces = self.pieces
         for name in _KEPT:
             pieces[name].append(state[name].take(rows))
-        flags = np.zeros(len(mask), np.uint8)
+        flags = np.zeros(len(mask), np.uint16)
         for bit, name in enumerate(_FLAGS):
-            flags |= np.asarray(state[name], np.uint8) << bit
+            flags |= np.asarray(state[name], np.uint16) << bit
         pieces["flags"].append(flags.take(rows))
-        key = np.asarray(state["tool"], np.int32) * _FLIGHTS + state["flight"] + 1
-        pieces["key"].append((key * 2 + state["pay"]).take(rows))
         pieces["episode"][-1] += self.first
         pieces["step"].append(np.full(rows.size, t, np.int32))
 
@@ -337,16 +340,15 @@ class StepRecorder:
         error_code = np.select(
             [invalid, timeout, ~delivered, ~ok], [0, 1, 2, 3], default=-1
         ).astype(np.int32)
-        # each distinct (tool, flight, payment) once: a small key space, mapped without a sort
-        flights, key = _FLIGHTS, raw["key"]
+        # each distinct action key once (small integers: mapped without a sort); an invalid
+        # output's key (-1 here) is never read
+        key = np.where(valid, raw["key"], -1) + 1
         present = np.flatnonzero(np.bincount(key)) if n else np.zeros(0, np.int64)
         lookup = np.zeros(int(present[-1]) + 1 if present.size else 1, np.int64)
         lookup[present] = np.arange(present.size)
         action_codes = lookup[key]
-        pay, rest = present % 2, present // 2
-        unique = np.stack([rest // flights, rest % flights - 1, pay])
-        labels = [self.label(int(a), int(b), int(c)) for a, b, c in unique.T.tolist()]
-        # one dictionary entry per text (a payment shows only in a booking's label):
+        labels = [self.label(k - 1) if k else ("", "") for k in present.tolist()]
+        # one dictionary entry per text (two keys may share a label or a tool):
         # Parquet writes a dictionary with repeated entries as plain text
         names = list(dict.fromkeys(label for label, _ in labels))
         tool_names = list(dict.fromkeys(tool for _, tool in labels))
@@ -404,7 +406,7 @@ class StepRecorder:
             "complete": pa.array(progress >= 1.0),
             "feasible": pa.array(bits["feasible"]),
             "plan_age": pa.array(raw["plan_age"]),
-            "plan_exhausted": pa.array(raw["cursor"] >= self.plan_steps),
+            "plan_exhausted": pa.array(bits["exhausted"]),
             "replans": pa.array(raw["replans"]),
             "tokens": pa.array(raw["tokens"]),
             "context_tokens": pa.array(raw["context_tokens"]),
