@@ -206,7 +206,8 @@ class SPRTReflector:
     Parameters: the error rates ``alpha`` and ``beta``; the likelihood tables
     ``done_llr`` and ``abandon_llr``; the calibrated ``done_boundary`` and
     ``abandon_boundary``; the REPLAN rule's ``threshold_drift`` and
-    ``threshold_valid``.
+    ``threshold_valid``; where the tables were fitted, ``calibrated_task`` and
+    ``calibrated_horizon`` (a run outside them prints a caution).
     """
 
     name = "sprt"
