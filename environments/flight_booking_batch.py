@@ -3,14 +3,15 @@
 N worlds live in arrays (episodes × flights); every tool, the expert, the
 wrong actions, the ground-truth progress and the agent's visible progress
 are written against them, mirroring ``environments.flight_booking`` rule by
-rule (the scalar task stays the reference).  Fare rises arrive as the
+rule (the scalar task stays the reference).  The rules run as row loops
+compiled by Numba (``flight_booking_kernels``); this class holds the arrays.  Fare rises arrive as the
 scalar task's Poisson process, one exponential gap at a time, applied at the
 moments the world is read or changed (``sync``): between two reads
 the order of the rises is all that matters, so the model is exact in
 distribution.  What it leaves out is in docs/batch.md: text (results,
 answers) and the ``disturbance`` wrapper.
 
-Actions are integer codes (``SEARCH_WEEK`` ...); a booking also carries a
+Actions are integer codes (``kernels.SEARCH_WEEK`` ...); a booking also carries a
 flight and a payment (``PAY_POINTS`` or ``PAY_CASH``).
 """
 
@@ -20,21 +21,16 @@ from typing import Any
 
 import numpy as np
 
+from environments import flight_booking_kernels as kernels
 from environments.flight_booking import FlightBooking, FlightBookingParams
-from opar_sim.core.twin import (
-    Action,
-    SimTaskTwin,
-    TwinUnsupported,
-    first_match,
-    take_rows,
-    wrapper_stack,
+from environments.flight_booking_kernels import (
+    BOOK,
+    CANCEL,
+    ITINERARY,
+    NONE,
+    PAY_POINTS,
 )
-
-SEARCH_WEEK, SEARCH_WIDE, NEXT_PAGE, CHECK_POINTS, FILTER, FILTER_LOOSE = range(6)
-BOOK, CANCEL, ITINERARY = 6, 7, 8
-PAY_POINTS, PAY_CASH = 0, 1
-RANGE_NONE, RANGE_WEEK, RANGE_WIDE = 0, 1, 2
-NONE = -1  # no flight (no shortlist, no booking, no best)
+from opar_sim.core.twin import Action, SimTaskTwin, TwinUnsupported, take_rows, wrapper_stack
 
 
 class FlightBookingBatch(SimTaskTwin):
@@ -42,6 +38,27 @@ class FlightBookingBatch(SimTaskTwin):
 
     plan_steps = 5  # len(FlightBooking.plan_template())
     observation_tokens = 30  # FlightBooking's Observation.tokens
+    # the world's arrays a tool call reads and changes (``kernels.apply``'s ``w``), in order
+    fields = (
+        "range",
+        "pages",
+        "week_empty",
+        "visible",
+        "seen",
+        "price",
+        "valid",
+        "hour",
+        "seen_cheapest",
+        "points_known",
+        "shortlist",
+        "fare_changed_seen",
+        "booked",
+        "pay",
+        "booked_valid",
+        "booked_right",
+        "balance",
+        "points_cost",
+    )
 
     def __init__(self, params: FlightBookingParams) -> None:
         """Hold the task's parameters; ``reset`` draws the worlds.
@@ -98,9 +115,8 @@ class FlightBookingBatch(SimTaskTwin):
             hours[infeasible] = rng.integers(0, max(p.earliest_hour, 1), shape, dtype=np.int16)
         self.price = np.round(raw, 0).astype(np.float32)
         self.hour = hours
-        self.row0 = np.arange(n) * f  # each row's first cell in the flattened (n x f) arrays
-        self.hour_ok = hours >= p.earliest_hour
-        self.valid = (self.price <= p.max_price) & self.hour_ok  # updated cell by cell on a rise
+        # updated cell by cell on a rise
+        self.valid = (self.price <= p.max_price) & (hours >= p.earliest_hour)
         self.points_cost = (raw * 60).astype(np.int32)
         self.seen = np.full((n, f), np.nan, np.float32)  # the fare last read; NaN: never read
         self.week_empty = rng.random(n) < p.empty_rate
@@ -118,22 +134,15 @@ class FlightBookingBatch(SimTaskTwin):
         # a booked fare is locked, so a booking's validity and payment are fixed when it is made
         self.booked_valid = np.zeros(n, bool)
         self.booked_right = np.zeros(n, bool)
-        self.best = self._best_valid()
+        masked = np.where(self.valid, self.price, np.inf)  # the cheapest valid flight, or NONE
+        self.best = np.where(self.valid.any(axis=1), np.argmin(masked, axis=1), NONE)
         has = self.best >= 0
         factor = rng.uniform(0.6, 1.6, n)
-        cost = self._at(self.points_cost, self.best)
+        cost = self.points_cost[np.arange(n), np.maximum(self.best, 0)]
         self.balance = np.where(has, (cost * factor).astype(np.int64), 0)
         total = p.fare_change_rate * f
         self.rate = total
         self.next_rise = rng.exponential(1.0 / total, n) if total > 0 else np.full(n, np.inf)
-
-    def _best_valid(self, rows: np.ndarray | None = None) -> np.ndarray:
-        """The cheapest valid flight of each row (lowest id on ties), or ``NONE``."""
-        price = self.price if rows is None else self.price[rows]
-        valid = self.valid if rows is None else self.valid[rows]
-        masked = np.where(valid, price, np.inf)
-        best = np.argmin(masked, axis=1)
-        return np.where(valid.any(axis=1), best, NONE)
 
     def sync(self, now: np.ndarray, mask: np.ndarray, rng: np.random.Generator) -> None:
         """Apply every fare rise due by ``now`` in the rows of ``mask`` (a booked fare is locked).
@@ -148,51 +157,38 @@ class FlightBookingBatch(SimTaskTwin):
         while due.size:
             flight = rng.integers(0, f, due.size)
             factor = rng.uniform(1.1, 1.5, due.size)
-            free = self.booked[due] != flight
-            rows, cols = due[free], flight[free]
-            cells = self.row0[rows] + cols
-            price = np.round(self.price.reshape(-1)[cells] * factor[free], 0)
-            self.price.reshape(-1)[cells] = price
-            self.valid.reshape(-1)[cells] &= price <= self.params.max_price
-            # a rise only makes a fare dearer: the best flight changes only if it was the one
-            moved = rows[self.best[rows] == cols]
-            if moved.size:
-                self.best[moved] = self._best_valid(moved)
+            kernels.rise(
+                due,
+                flight,
+                factor,
+                self.price,
+                self.valid,
+                self.booked,
+                self.best,
+                float(self.params.max_price),
+            )
             self.next_rise[due] += rng.exponential(1.0 / self.rate, due.size)
             due = due[self.next_rise[due] <= now[due]]  # only these can have another rise due
 
     # -- what the agent can see ------------------------------------------------
-    def _at(self, matrix: np.ndarray, fid: np.ndarray) -> np.ndarray:
-        """``matrix[row, fid[row]]`` for every row (flight 0 where ``fid`` is ``NONE``).
-
-        One flat ``take``: several times cheaper than indexing with two arrays.
-        """
-        return np.asarray(matrix.reshape(-1).take(self.row0 + np.maximum(fid, 0)))
-
-    def _valid_at(self, fid: np.ndarray) -> np.ndarray:
-        """Whether flight ``fid`` of each row meets the constraints at its true fare."""
-        return np.asarray(self._at(self.valid, fid) & (fid >= 0))
-
-    def _score(self, best: np.ndarray, right: np.ndarray, visible: np.ndarray) -> np.ndarray:
+    def _score(self, best: np.ndarray, right: np.ndarray) -> np.ndarray:
         """``FlightBooking._score`` per row, given which flight counts as best."""
-        score = 0.2 * (visible > 0)
-        score += 0.1 * ((best >= 0) & (best < visible))
-        score += 0.1 * self.points_known
-        short = self.shortlist
-        score += self._valid_at(short) * np.where(short == best, 0.2, 0.1)
-        out = np.minimum(score, 0.8)
-        booked = self.booked >= 0
-        if booked.any():
-            score -= 0.2
-            np.maximum(score, 0.0, out=score)
-            np.copyto(out, score, where=booked & ~self.booked_valid)
-            done = np.where((self.booked == best) & right, 1.0, 0.8)
-            np.copyto(out, done, where=booked & self.booked_valid)
-        return np.asarray(out)
+        return np.asarray(
+            kernels.score(
+                best,
+                right,
+                self.visible,
+                self.points_known,
+                self.shortlist,
+                self.valid,
+                self.booked,
+                self.booked_valid,
+            )
+        )
 
     def progress(self) -> np.ndarray:
         """Ground-truth progress of every row (``FlightBooking.progress``)."""
-        return self._score(self.best, self.booked_right, self.visible)
+        return self._score(self.best, self.booked_right)
 
     def feasible(self) -> np.ndarray:
         """Whether any flight of each row meets the constraints (at its true fare)."""
@@ -213,19 +209,9 @@ class FlightBookingBatch(SimTaskTwin):
         believed = np.where(self.shortlist < 0, self.seen_cheapest, self.shortlist)
         booked = self.booked >= 0
         known = booked & self.points_known
-        belief = self._score(believed, self.booked_right | ~known, self.visible)
+        belief = self._score(believed, self.booked_right | ~known)
         np.copyto(belief, 0.75, where=booked & (self.booked == believed) & ~known)
         return belief
-
-    def _cheapest_seen(self, rows: np.ndarray) -> np.ndarray:
-        """The cheapest shown flight valid at its seen fare, for the rows ``rows`` (or NONE)."""
-        p = self.params
-        seen = self.seen[rows]
-        ok = np.arange(p.n_flights)[None, :] < self.visible[rows, None]
-        ok &= seen <= p.max_price
-        ok &= self.hour_ok[rows]
-        cheapest = np.argmin(np.where(ok, seen, np.inf), axis=1)
-        return np.where(ok.any(axis=1), cheapest, NONE)
 
     # -- the expert and the wrong moves -------------------------------------------
     def expert(self) -> Action:
@@ -234,32 +220,25 @@ class FlightBookingBatch(SimTaskTwin):
         Returns:
             Tool codes, the flight of a booking (else ``NONE``) and its payment.
         """
-        p = self.params
-        complete = self.complete()
-        visible = self.visible
-        best = self.best
-        cells = self.row0 + np.maximum(best, 0)
-        moved = self.seen.reshape(-1).take(cells) != self.price.reshape(-1).take(cells)
-        wide = self.range == RANGE_WIDE
-        research = np.where(wide, SEARCH_WIDE, SEARCH_WEEK)
-        widen = np.where((self.range == RANGE_WEEK) & self.week_empty, SEARCH_WIDE, SEARCH_WEEK)
-        tool = first_match(
-            [
-                (self.booked >= 0) & ~complete,
-                complete,
-                visible == 0,
-                best < 0,
-                best >= self.pages * p.page_size,
-                ~self.points_known,
-                moved,  # NaN (unread) counts as moved
-                self.shortlist != best,
-            ],
-            [CANCEL, ITINERARY, widen, ITINERARY, NEXT_PAGE, CHECK_POINTS, research, FILTER],
-            BOOK,
+        return tuple(
+            kernels.expert(
+                self.best,
+                self.visible,
+                self.booked,
+                self.booked_valid,
+                self.booked_right,
+                self.shortlist,
+                self.points_known,
+                self.pages,
+                self.params.page_size,
+                self.range,
+                self.week_empty,
+                self.seen,
+                self.price,
+                self.points_cost,
+                self.balance,
+            )
         )
-        cost = self.points_cost.reshape(-1).take(cells)
-        pay = (self.balance < cost).astype(np.int8)  # PAY_POINTS (0) or PAY_CASH (1)
-        return tool, np.where(tool == BOOK, best, NONE), pay
 
     def wrong(self, pick: np.ndarray, need: np.ndarray) -> Action:
         """One of ``FlightBooking.wrong_actions``, by ``pick``, for every row.
@@ -271,22 +250,7 @@ class FlightBookingBatch(SimTaskTwin):
         Returns:
             Tool codes, the flight of a booking (else ``NONE``) and its payment.
         """
-        visible = self.visible
-        has_book = visible > 0
-        has_cancel = self.booked >= 0
-        count = 3 + has_book + has_cancel
-        pick = (pick * count).astype(np.int8)
-        # the list: search, check points, loose filter, [book cheapest by cash], [cancel]
-        tool = first_match(
-            [pick == 0, pick == 1, pick == 2, (pick == 3) & has_book],
-            [SEARCH_WEEK, CHECK_POINTS, FILTER_LOOSE, BOOK],
-            CANCEL,
-        )
-        flight = np.full(self.n, NONE)
-        rows = np.flatnonzero(need & (tool == BOOK))  # only these need the cheapest shown flight
-        shown = np.arange(self.params.n_flights)[None, :] < visible[rows, None]
-        flight[rows] = np.argmin(np.where(shown, self.price[rows], np.inf), axis=1)
-        return tool, flight, np.full(self.n, PAY_CASH, np.int8)
+        return tuple(kernels.wrong(pick, need, self.visible, self.booked, self.price))
 
     def action_key(self, action: Action) -> np.ndarray:
         """Each row's (tool, flight, payment) as one small integer (``label`` reads it)."""
@@ -317,125 +281,23 @@ class FlightBookingBatch(SimTaskTwin):
             action: Tool codes, the flight of each booking and its payment.
 
         Returns:
-            (ok, result tokens) per row (meaningful inside ``mask``).
+            (ok, result tokens) per row (zero outside ``mask``).
         """
         tool, flight, pay = action
         p = self.params
-        n, size, f = self.n, p.page_size, p.n_flights
-        ok = mask.copy()
-        tokens = np.zeros(n, np.int64)
-        visible = self.visible
-        code = np.where(mask, tool, np.int8(-1))  # one pass: then each tool's rows is one test
-        # search_flights
-        week = code == SEARCH_WEEK
-        search = week | (code == SEARCH_WIDE)
-        ranges = np.where(week, np.int8(RANGE_WEEK), np.int8(RANGE_WIDE))
-        np.copyto(self.range, ranges, where=search)
-        empty = week & self.week_empty
-        found = search & ~empty
-        np.copyto(self.pages, 0, where=empty)
-        np.copyto(self.pages, 1, where=found)
-        np.copyto(tokens, 10, where=empty)
-        np.copyto(tokens, 40, where=found)
-        # next_page
-        paging = code == NEXT_PAGE
-        rejected = paging & (visible == 0)
-        at_end = paging & ~rejected & (self.pages * size >= f)
-        turn = paging & ~rejected & ~at_end
-        self.pages += turn
-        ok &= ~rejected
-        np.copyto(tokens, 6, where=at_end)
-        np.copyto(tokens, 40, where=turn)
-        shown_changed = search | turn
-        self._count_visible(shown_changed)
-        # the page just read: its fares are seen now (one flat copy per place on the page),
-        # and the cheapest valid seen flight is the page's or, after a turn, the one before
-        rows = np.flatnonzero(found | turn)
-        if rows.size:
-            first = (self.pages[rows] - 1) * size
-            cells = self.row0[rows] + first
-            seen, price = self.seen.reshape(-1), self.price.reshape(-1)
-            valid = self.valid.reshape(-1)
-            cheapest = np.where(turn[rows], self.seen_cheapest[rows], NONE)
-            fare = seen.take(self.row0[rows] + np.maximum(cheapest, 0))
-            fare = np.where(cheapest >= 0, fare, np.inf)
-            for j in range(size):
-                inside = first + j < f
-                cell = np.where(inside, cells + j, cells)  # a place past the last flight: none
-                now = price.take(cell)
-                seen[cell[inside]] = now[inside]
-                better = inside & valid.take(cell) & (now < fare)  # lower ids win ties
-                fare = np.where(better, now, fare)
-                cheapest = np.where(better, first + j, cheapest)
-            self.seen_cheapest[rows] = cheapest
-        # check_points
-        check = code == CHECK_POINTS
-        self.points_known |= check
-        np.copyto(tokens, 8, where=check)
-        # filter_flights (the seen fare of a shown flight; every shown flight has been read)
-        strict = code == FILTER
-        if strict.any():  # the goal's own constraints: the cheapest valid seen flight
-            np.copyto(self.shortlist, self.seen_cheapest, where=strict)
-            anything = strict & (self.seen_cheapest >= 0)
-            self.fare_changed_seen &= ~anything
-            np.copyto(tokens, 8, where=strict)
-            np.copyto(tokens, 10, where=anything)
-        rows = np.flatnonzero(code == FILTER_LOOSE)
-        if rows.size:
-            cols = np.arange(f)[None, :]
-            seen_rows = self.seen[rows]
-            match = (cols < visible[rows, None]) & (seen_rows <= p.max_price * 1.5)
-            match &= self.hour[rows] >= 6
-            pick = np.argmin(np.where(match, seen_rows, np.inf), axis=1)
-            anything_rows = match.any(axis=1)
-            self.shortlist[rows] = np.where(anything_rows, pick, NONE)
-            self.fare_changed_seen[rows] &= ~anything_rows
-            tokens[rows] = np.where(anything_rows, 10, 8)
-        # book_flight
-        book = code == BOOK
-        risen = np.zeros(n, bool)
-        if book.any():
-            taken = book & (self.booked >= 0)
-            cells = self.row0 + np.maximum(flight, 0)
-            price = self.price.reshape(-1).take(cells)
-            seen = self.seen.reshape(-1).take(cells)
-            risen = book & ~taken & (price > seen)  # NaN (unread) compares False
-            self.fare_changed_seen |= risen
-            rows = np.flatnonzero(risen)
-            self.seen.reshape(-1)[cells[rows]] = price[rows]
-            np.copyto(self.shortlist, NONE, where=risen & (self.shortlist == flight))
-            cost = self.points_cost.reshape(-1).take(cells)
-            poor = book & ~taken & ~risen & (pay == PAY_POINTS) & (self.balance < cost)
-            made = book & ~taken & ~risen & ~poor
-            np.copyto(self.booked, flight, where=made)
-            np.copyto(self.pay, pay, where=made)
-            np.copyto(self.booked_valid, self.valid.reshape(-1).take(cells), where=made)
-            right = pay == (self.balance < cost)
-            np.copyto(self.booked_right, right, where=made)
-            ok &= ~(taken | risen | poor)
-            np.copyto(tokens, 14, where=made)
-            np.copyto(tokens, 8, where=poor)
-            np.copyto(tokens, 12, where=risen)
-        # cancel_booking
-        cancel = code == CANCEL
-        nothing = cancel & (self.booked < 0)
-        np.copyto(self.booked, NONE, where=cancel)
-        ok &= ~nothing
-        np.copyto(tokens, 6, where=cancel & ~nothing)
-        # get_itinerary
-        np.copyto(tokens, 14, where=code == ITINERARY)
-        np.copyto(self.seen_cheapest, NONE, where=empty)  # nothing shown
-        rows = np.flatnonzero(risen)  # a seen fare rose: search the shown flights again
-        if rows.size:
-            self.seen_cheapest[rows] = self._cheapest_seen(rows)
-        return ok, tokens
-
-    def _count_visible(self, rows: np.ndarray) -> None:
-        """Recount the shown flights of the rows of mask ``rows`` (0 unsearched or empty)."""
-        p = self.params
-        hidden = (self.range == RANGE_NONE) | ((self.range == RANGE_WEEK) & self.week_empty)
-        count = np.where(hidden, 0, np.minimum(self.pages * p.page_size, p.n_flights))
-        np.copyto(self.visible, count, where=rows)
+        world = tuple(getattr(self, name) for name in self.fields)
+        ok, tokens = kernels.apply(
+            mask,
+            tool,
+            flight,
+            pay,
+            world,
+            p.page_size,
+            p.earliest_hour,
+            np.float32(p.max_price),
+            np.float32(p.max_price * 1.5),
+        )
+        return np.asarray(ok), np.asarray(tokens)
 
     def take(self, keep: np.ndarray) -> None:
         """Keep only the rows ``keep`` (the engine drops finished episodes).
@@ -445,7 +307,6 @@ class FlightBookingBatch(SimTaskTwin):
         """
         take_rows(self, keep, self.n)
         self.n = len(keep)
-        self.row0 = np.arange(self.n) * self.params.n_flights
 
     def answer_fields(self) -> dict[str, np.ndarray]:
         """The booking of every row: flight (``NONE``: none), departure, fare and payment."""
