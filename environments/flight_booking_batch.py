@@ -4,10 +4,10 @@ N worlds live in arrays (episodes × flights); every tool, the expert, the
 wrong actions, the ground-truth progress and the agent's visible progress
 are written against them, mirroring ``environments.flight_booking`` rule by
 rule (the scalar task stays the reference).  The rules run as row loops
-compiled by Numba (``flight_booking_kernels``); this class holds the arrays.  Fare rises arrive as the
-scalar task's Poisson process, one exponential gap at a time, applied at the
-moments the world is read or changed (``sync``): between two reads
-the order of the rises is all that matters, so the model is exact in
+compiled by Numba (``flight_booking_kernels``); this class holds the arrays.
+Fare rises arrive as the scalar task's Poisson process, one exponential gap
+at a time, applied at the moments the world is read or changed (``sync``):
+between two reads the order of the rises is all that matters, so the model is exact in
 distribution.  What it leaves out is in docs/batch.md: text (results,
 answers) and the ``disturbance`` wrapper.
 
@@ -115,8 +115,6 @@ class FlightBookingBatch(SimTaskTwin):
             hours[infeasible] = rng.integers(0, max(p.earliest_hour, 1), shape, dtype=np.int16)
         self.price = np.round(raw, 0).astype(np.float32)
         self.hour = hours
-        # updated cell by cell on a rise
-        self.valid = (self.price <= p.max_price) & (hours >= p.earliest_hour)
         self.points_cost = (raw * 60).astype(np.int32)
         self.seen = np.full((n, f), np.nan, np.float32)  # the fare last read; NaN: never read
         self.week_empty = rng.random(n) < p.empty_rate
@@ -134,8 +132,7 @@ class FlightBookingBatch(SimTaskTwin):
         # a booked fare is locked, so a booking's validity and payment are fixed when it is made
         self.booked_valid = np.zeros(n, bool)
         self.booked_right = np.zeros(n, bool)
-        masked = np.where(self.valid, self.price, np.inf)  # the cheapest valid flight, or NONE
-        self.best = np.where(self.valid.any(axis=1), np.argmin(masked, axis=1), NONE)
+        self._derive()
         has = self.best >= 0
         factor = rng.uniform(0.6, 1.6, n)
         cost = self.points_cost[np.arange(n), np.maximum(self.best, 0)]
@@ -143,6 +140,14 @@ class FlightBookingBatch(SimTaskTwin):
         total = p.fare_change_rate * f
         self.rate = total
         self.next_rise = rng.exponential(1.0 / total, n) if total > 0 else np.full(n, np.inf)
+
+    def _derive(self) -> None:
+        """The fields that follow from the fares and hours: validity and the best flight."""
+        p = self.params
+        # updated cell by cell on a rise (``sync``)
+        self.valid = (self.price <= p.max_price) & (self.hour >= p.earliest_hour)
+        masked = np.where(self.valid, self.price, np.inf)  # the cheapest valid flight, or NONE
+        self.best = np.where(self.valid.any(axis=1), np.argmin(masked, axis=1), NONE)
 
     def sync(self, now: np.ndarray, mask: np.ndarray, rng: np.random.Generator) -> None:
         """Apply every fare rise due by ``now`` in the rows of ``mask`` (a booked fare is locked).

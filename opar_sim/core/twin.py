@@ -26,6 +26,7 @@ The generic helpers of every twin live here too: ``first_match`` (a cheap
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from typing import Any, Protocol
 
@@ -239,18 +240,33 @@ class SimTaskTwin:
 
 
 TwinFactory = Callable[[Any], TaskTwin]
-TWINS: dict[str, TwinFactory] = {}
+# a factory, or where to import it from ("module:Class.method"): a twin's module may import
+# what a run on the SimPy engine never needs (Numba), so it is imported on first use
+TWINS: dict[str, TwinFactory | str] = {}
 
 
-def register_twin(name: str, factory: TwinFactory) -> None:
+def register_twin(name: str, factory: TwinFactory | str) -> None:
     """Register the array twin of task ``name`` (re-registering replaces it).
 
     Args:
         name: The task's registered name.
         factory: Builds the twin from the built scalar task (wrapped or not); raises
-            ``TwinUnsupported`` naming what it does not model.
+            ``TwinUnsupported`` naming what it does not model.  Or its import path,
+            ``"module:attribute.path"``, imported when the twin is first asked for.
     """
     TWINS[name] = factory
+
+
+def _factory(name: str) -> TwinFactory | None:
+    """The registered factory of task ``name``, imported now if it was given by path."""
+    factory = TWINS.get(name)
+    if isinstance(factory, str):
+        module, _, attribute = factory.partition(":")
+        found: Any = importlib.import_module(module)
+        for part in attribute.split("."):
+            found = getattr(found, part)
+        factory = TWINS[name] = found
+    return factory
 
 
 def twin_of(task: Any) -> TaskTwin:
@@ -267,7 +283,7 @@ def twin_of(task: Any) -> TaskTwin:
             something of it.
     """
     name = str(getattr(task, "name", type(task).__name__))
-    factory = TWINS.get(name)
+    factory = _factory(name)
     if factory is None:
         have = ", ".join(repr(n) for n in sorted(TWINS)) or "none"
         raise TwinUnsupported(f"no vectorised model of task {name!r} (twins: {have})")

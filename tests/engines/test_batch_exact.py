@@ -167,9 +167,7 @@ def load(world: Any, worlds: list[dict[str, Any]]) -> None:
         world.points_cost = np.array([w["points"] for w in worlds], np.int32)
         world.week_empty = np.array([w["week_empty"] for w in worlds])
         world.balance = np.array([w["balance"] for w in worlds], np.int64)
-        world.hour_ok = world.hour >= world.params.earliest_hour
-        world.valid = (world.price <= world.params.max_price) & world.hour_ok
-        world.best = world._best_valid()
+        world._derive()
         world.next_rise = np.full(world.n, np.inf)
         return
     world.topic = np.array([w["topic"] for w in worlds], np.int8)

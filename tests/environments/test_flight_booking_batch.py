@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from environments import flight_booking_batch as fb
+from environments import flight_booking_kernels as fk
 from environments.flight_booking import Flight, FlightBooking, FlightBookingParams
 from opar_sim.core.types import Action
 
@@ -39,18 +40,18 @@ def encode(action: Action, p: FlightBookingParams) -> tuple[int, int, int]:
     """The batch codes (tool, flight, payment) of a scalar action."""
     args = dict(action.args)
     if action.tool == "search_flights":
-        return (fb.SEARCH_WEEK if args["range"] == "next_week" else fb.SEARCH_WIDE), -1, 0
+        return (fk.SEARCH_WEEK if args["range"] == "next_week" else fk.SEARCH_WIDE), -1, 0
     if action.tool == "filter_flights":
         strict = args["max_price"] == p.max_price and args["earliest_hour"] == p.earliest_hour
-        return (fb.FILTER if strict else fb.FILTER_LOOSE), -1, 0
+        return (fk.FILTER if strict else fk.FILTER_LOOSE), -1, 0
     if action.tool == "book_flight":
-        pay = fb.PAY_POINTS if args["payment"] == "points" else fb.PAY_CASH
-        return fb.BOOK, int(args["flight_id"]), pay
+        pay = fk.PAY_POINTS if args["payment"] == "points" else fk.PAY_CASH
+        return fk.BOOK, int(args["flight_id"]), pay
     codes = {
-        "next_page": fb.NEXT_PAGE,
-        "check_points": fb.CHECK_POINTS,
-        "cancel_booking": fb.CANCEL,
-        "get_itinerary": fb.ITINERARY,
+        "next_page": fk.NEXT_PAGE,
+        "check_points": fk.CHECK_POINTS,
+        "cancel_booking": fk.CANCEL,
+        "get_itinerary": fk.ITINERARY,
     }
     return codes[action.tool], -1, 0
 
@@ -83,7 +84,7 @@ def test_batch_world_matches_the_scalar_task_action_by_action() -> None:
             expert = task.expert_action()
             code = encode(expert, params)
             assert int(tool[i]) == code[0], (step, i, expert)
-            if code[0] == fb.BOOK:
+            if code[0] == fk.BOOK:
                 assert (int(flight[i]), int(pay[i])) == code[1:], (step, i, expert)
             wrong = task.wrong_actions()
             pick = expert if rng.random() < 0.5 else wrong[int(rng.integers(len(wrong)))]
