@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import numpy as np
+from numba import njit
 
-from controllers.batch.protocol import Reading, Signals, _codes
+from controllers.batch.protocol import CONTINUE, REPLAN, TERMINATE, Reading, Signals
 from controllers.pid import CognitivePID
 
 
@@ -37,71 +38,146 @@ class BatchPID:
         self.baseline = np.zeros(n)
         self.last = np.zeros(n)
 
-    def _update(
-        self, m: np.ndarray, error: np.ndarray, dt: np.ndarray, sample: np.ndarray
-    ) -> np.ndarray:
-        """``DiscretePID.update`` per row (rows outside ``m`` keep their state)."""
-        law = self.law
-        p = law.kp * error
-        i = self.i
-        if law.integral_leak:
-            i = i * np.exp(-law.integral_leak * dt)
-        i = i + law.ki * error * dt
-        if law.back_calculation:
-            i = i + law.back_calculation * self.excess * dt
-        low, high = law.integral_limits
-        i = np.clip(i, low, high)
-        first = np.isnan(self.previous)
-        if law.on_measurement:
-            change = self.previous - sample
-        else:
-            sample = error  # the scalar keeps the last error, not the measurement
-            change = error - self.previous
-        with np.errstate(divide="ignore", invalid="ignore"):
-            if law.tau > 0.0:
-                d = law.tau / (law.tau + dt) * self.d + law.kd * change / (law.tau + dt)
-            else:
-                d = np.where(dt == 0.0, 0.0, law.kd * change / dt)
-        d = np.where(first, 0.0, d)
-        u = p + i + d
-        olow, ohigh = law.output_limits
-        out = np.clip(u, olow, ohigh)
-        self.i, self.d, self.previous, self.excess = i, d, sample, out - u
-        return np.asarray(out)
-
     def decide(self, m: np.ndarray, r: Reading) -> Signals:
-        """``CognitivePID.decide`` per row."""
+        """``CognitivePID.decide`` per row (every row's state moves; ``m`` gates the signals)."""
         law = self.law
-        measurement = r.delta_task
-        error = law.setpoint - measurement
-        if law.pace:
-            new_plan = r.replans != self.replans_seen
-            self.replans_seen = r.replans.copy()
-            self.baseline = np.where(new_plan, self.last, self.baseline)
-            self.last = measurement
-            lag = np.clip(law.pace * r.plan_age - (measurement - self.baseline), 0.0, 1.0)
-            effort = self._update(m, lag, r.dt, law.setpoint - lag)
+        # numpy's exp outside the loop: a compiled exp may round the last bit differently
+        decay = np.exp(-law.integral_leak * r.dt) if law.integral_leak else np.ones(0)
+        low, high = law.integral_limits
+        olow, ohigh = law.output_limits
+        gains = np.array(
+            [law.kp, law.ki, law.kd, law.tau, law.back_calculation, low, high, olow, ohigh]
+        )
+        rules = np.array(
+            [
+                law.setpoint,
+                law.pace,
+                law.give_up_margin,
+                law.settle_band,
+                law.confidence_floor,
+                law.give_up_after,
+                law.replan_threshold,
+                law.hysteresis,
+                law.integral_scale,
+            ]
+        )
+        counts = np.array(
+            [
+                law.settle_count,
+                law.give_up_window,
+                law.min_dwell,
+                ON_REPLAN[law.integral_on_replan],
+                int(law.on_measurement),
+            ]
+        )
+        signal, give = _decide(
+            m,
+            r.delta_task,
+            r.confidence,
+            r.dt,
+            r.plan_age,
+            r.replans,
+            decay,
+            gains,
+            rules,
+            counts,
+            (self.i, self.d, self.previous, self.excess, self.accumulated, self.best_error),
+            (self.baseline, self.last),
+            (self.settled, self.since_best, self.replans_seen),
+            self.armed,
+        )
+        return signal, give
+
+
+ON_REPLAN = {"reset": 0, "keep": 1, "scale": 2}  # integral_on_replan's codes in the kernel
+
+
+@njit(cache=True, nogil=True)
+def _decide(  # the law's numbers in three arrays, its state in three tuples (kept in place)
+    m: np.ndarray,
+    measurement: np.ndarray,
+    confidence: np.ndarray,
+    dt: np.ndarray,
+    plan_age: np.ndarray,
+    replans: np.ndarray,
+    decay: np.ndarray,
+    gains: np.ndarray,
+    rules: np.ndarray,
+    counts: np.ndarray,
+    pid: tuple[np.ndarray, ...],
+    pace_state: tuple[np.ndarray, np.ndarray],
+    tallies: tuple[np.ndarray, np.ndarray, np.ndarray],
+    armed: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """``CognitivePID.decide`` of every row: the discrete PID, then settle, give-up and relay.
+
+    Each row's arithmetic is the scalar law's, in its order (``DiscretePID.update``).
+    """
+    kp, ki, kd, tau, back, low, high, olow, ohigh = gains
+    setpoint, pace, margin, band, floor, give_up_after, threshold, hysteresis, scale = rules
+    settle_count, window, min_dwell, on_replan, on_measurement = counts
+    integral, derivative, previous, excess, accumulated, best_error = pid
+    baseline, last = pace_state
+    settled, since_best, replans_seen = tallies
+    n = measurement.size
+    signal = np.zeros(n, np.int8)
+    giving_up = np.zeros(n, np.bool_)
+    for k in range(n):
+        x = measurement[k]
+        error = setpoint - x
+        if pace:
+            if replans[k] != replans_seen[k]:  # a new plan: progress counts from here
+                baseline[k] = last[k]
+            replans_seen[k] = replans[k]
+            last[k] = x
+            lag = min(max(pace * plan_age[k] - (x - baseline[k]), 0.0), 1.0)
+            e, sample = lag, setpoint - lag
         else:
-            effort = self._update(m, error, r.dt, measurement)
-        self.accumulated += error * r.dt
-        low = error < self.best_error - law.give_up_margin
-        self.best_error = np.where(low, error, self.best_error)
-        self.since_best += 1
-        self.since_best *= ~low
-        self.settled += 1
-        self.settled *= error <= law.settle_band
-        settle = (self.settled >= law.settle_count) & (r.confidence >= law.confidence_floor)
-        give = ~settle & (self.accumulated >= law.give_up_after)
-        give &= self.since_best >= law.give_up_window
-        rest = m & ~settle & ~give
-        threshold = law.replan_threshold
-        self.armed |= rest & ~self.armed & (effort <= threshold - law.hysteresis)
-        replan = rest & (effort >= threshold) & (r.plan_age > law.min_dwell) & self.armed
-        if law.integral_on_replan == "reset":
-            self.i = np.where(replan, np.clip(0.0, *law.integral_limits), self.i)
-        elif law.integral_on_replan == "scale":
-            scaled = np.clip(self.i * law.integral_scale, *law.integral_limits)
-            self.i = np.where(replan, scaled, self.i)
-        if law.hysteresis != 0.0:
-            self.armed &= ~replan
-        return _codes(settle | give, replan), give & ~settle
+            e, sample = error, x
+        # DiscretePID.update
+        i = integral[k]
+        if decay.size:
+            i = i * decay[k]
+        i = i + ki * e * dt[k]
+        if back:
+            i = i + back * excess[k] * dt[k]
+        i = min(max(i, low), high)
+        if not on_measurement:
+            sample = e  # the scalar keeps the last error, not the measurement
+        if np.isnan(previous[k]):
+            d = 0.0
+        else:
+            change = previous[k] - sample if on_measurement else e - previous[k]
+            if tau > 0.0:
+                d = tau / (tau + dt[k]) * derivative[k] + kd * change / (tau + dt[k])
+            elif dt[k] == 0.0:
+                d = 0.0
+            else:
+                d = kd * change / dt[k]
+        u = kp * e + i + d
+        effort = min(max(u, olow), ohigh)
+        integral[k], derivative[k], previous[k], excess[k] = i, d, sample, effort - u
+        # the stops and the relay
+        accumulated[k] += error * dt[k]
+        if error < best_error[k] - margin:
+            best_error[k] = error
+            since_best[k] = 0
+        else:
+            since_best[k] += 1
+        settled[k] = settled[k] + 1 if error <= band else 0
+        settle = settled[k] >= settle_count and confidence[k] >= floor
+        give = not settle and accumulated[k] >= give_up_after and since_best[k] >= window
+        rest = m[k] and not settle and not give
+        if rest and not armed[k] and effort <= threshold - hysteresis:
+            armed[k] = True
+        replan = rest and effort >= threshold and plan_age[k] > min_dwell and armed[k]
+        if replan:
+            if on_replan == 0:
+                integral[k] = min(max(0.0, low), high)
+            elif on_replan == 2:
+                integral[k] = min(max(integral[k] * scale, low), high)
+            if hysteresis != 0.0:
+                armed[k] = False
+        signal[k] = TERMINATE if (settle or give) else (REPLAN if replan else CONTINUE)
+        giving_up[k] = give
+    return signal, giving_up
