@@ -58,6 +58,7 @@ class FlightBookingBatch(SimTaskTwin):
         "booked_right",
         "balance",
         "points_cost",
+        "best",
     )
 
     def __init__(self, params: FlightBookingParams) -> None:
@@ -176,24 +177,13 @@ class FlightBookingBatch(SimTaskTwin):
             due = due[self.next_rise[due] <= now[due]]  # only these can have another rise due
 
     # -- what the agent can see ------------------------------------------------
-    def _score(self, best: np.ndarray, right: np.ndarray) -> np.ndarray:
-        """``FlightBooking._score`` per row, given which flight counts as best."""
-        return np.asarray(
-            kernels.score(
-                best,
-                right,
-                self.visible,
-                self.points_known,
-                self.shortlist,
-                self.valid,
-                self.booked,
-                self.booked_valid,
-            )
-        )
+    def _world(self) -> tuple[np.ndarray, ...]:
+        """The world's arrays in ``fields`` order (the kernels' ``w``)."""
+        return tuple(getattr(self, name) for name in self.fields)
 
     def progress(self) -> np.ndarray:
         """Ground-truth progress of every row (``FlightBooking.progress``)."""
-        return self._score(self.best, self.booked_right)
+        return np.asarray(kernels.score(self.best, self.booked_right, self._world()))
 
     def feasible(self) -> np.ndarray:
         """Whether any flight of each row meets the constraints (at its true fare)."""
@@ -210,13 +200,7 @@ class FlightBookingBatch(SimTaskTwin):
 
     def visible_progress(self) -> np.ndarray:
         """What each row's agent infers (``FlightBooking._observation``'s visible progress)."""
-        # the shortlist, else the cheapest valid seen flight (``seen_cheapest``)
-        believed = np.where(self.shortlist < 0, self.seen_cheapest, self.shortlist)
-        booked = self.booked >= 0
-        known = booked & self.points_known
-        belief = self._score(believed, self.booked_right | ~known)
-        np.copyto(belief, 0.75, where=booked & (self.booked == believed) & ~known)
-        return belief
+        return np.asarray(kernels.belief(self._world()))
 
     # -- the expert and the wrong moves -------------------------------------------
     def expert(self) -> Action:
@@ -225,25 +209,8 @@ class FlightBookingBatch(SimTaskTwin):
         Returns:
             Tool codes, the flight of a booking (else ``NONE``) and its payment.
         """
-        return tuple(
-            kernels.expert(
-                self.best,
-                self.visible,
-                self.booked,
-                self.booked_valid,
-                self.booked_right,
-                self.shortlist,
-                self.points_known,
-                self.pages,
-                self.params.page_size,
-                self.range,
-                self.week_empty,
-                self.seen,
-                self.price,
-                self.points_cost,
-                self.balance,
-            )
-        )
+        every, none = np.ones(self.n, bool), np.zeros(self.n, bool)
+        return self.act(every, np.zeros(self.n), none)
 
     def wrong(self, pick: np.ndarray, need: np.ndarray) -> Action:
         """One of ``FlightBooking.wrong_actions``, by ``pick``, for every row.
@@ -255,7 +222,21 @@ class FlightBookingBatch(SimTaskTwin):
         Returns:
             Tool codes, the flight of a booking (else ``NONE``) and its payment.
         """
-        return tuple(kernels.wrong(pick, need, self.visible, self.booked, self.price))
+        return self.act(np.zeros(self.n, bool), pick, need)
+
+    def act(self, expert: np.ndarray, pick: np.ndarray, need: np.ndarray) -> Action:
+        """The expert's action where ``expert``, else the wrong one ``pick`` chooses, per row.
+
+        Args:
+            expert: The rows that take the expert's action.
+            pick: A uniform per row choosing a wrong action (``wrong``).
+            need: The rows that take a wrong action.
+
+        Returns:
+            Tool codes, the flight of a booking (else ``NONE``) and its payment.
+        """
+        world = self._world()
+        return tuple(kernels.choose(expert, pick, need, world, self.params.page_size))
 
     def action_key(self, action: Action) -> np.ndarray:
         """Each row's (tool, flight, payment) as one small integer (``label`` reads it)."""
@@ -290,7 +271,7 @@ class FlightBookingBatch(SimTaskTwin):
         """
         tool, flight, pay = action
         p = self.params
-        world = tuple(getattr(self, name) for name in self.fields)
+        world = self._world()
         ok, tokens = kernels.apply(
             mask,
             tool,

@@ -26,20 +26,16 @@ NONE = -1  # no flight (no shortlist, no booking, no best)
 
 
 @njit(cache=True, nogil=True)
-def score(
-    best: np.ndarray,
-    right: np.ndarray,
-    visible: np.ndarray,
-    points_known: np.ndarray,
-    shortlist: np.ndarray,
-    valid: np.ndarray,
-    booked: np.ndarray,
-    booked_valid: np.ndarray,
-) -> np.ndarray:
-    """``FlightBooking._score`` of every row, given which flight counts as best."""
-    n = best.size
-    out = np.empty(n)
-    for i in range(n):
+def score(best: np.ndarray, right: np.ndarray, w: tuple[np.ndarray, ...]) -> np.ndarray:
+    """``FlightBooking._score`` of every row, given which flight counts as best in each.
+
+    ``w`` is the world (``FlightBookingBatch.fields``); ``right``: whether the booking was
+    paid the right way (counted only for the best flight).
+    """
+    visible, valid, points_known, shortlist = w[3], w[6], w[9], w[10]
+    booked, booked_valid = w[12], w[14]
+    out = np.empty(best.size)
+    for i in range(best.size):
         b = best[i]
         s = 0.2 if visible[i] > 0 else 0.0
         s += 0.1 if (b >= 0 and b < visible[i]) else 0.0
@@ -59,29 +55,61 @@ def score(
 
 
 @njit(cache=True, nogil=True)
-def expert(
-    best: np.ndarray,
-    visible: np.ndarray,
-    booked: np.ndarray,
-    booked_valid: np.ndarray,
-    booked_right: np.ndarray,
-    shortlist: np.ndarray,
-    points_known: np.ndarray,
-    pages: np.ndarray,
+def belief(w: tuple[np.ndarray, ...]) -> np.ndarray:
+    """What each row's agent infers (``FlightBooking._observation``'s visible progress)."""
+    seen_cheapest, points_known, shortlist, booked, booked_right = w[8], w[9], w[10], w[12], w[15]
+    n = booked.size
+    believed = np.empty(n, np.int64)
+    right = np.empty(n, np.bool_)
+    for i in range(n):  # the shortlist, else the cheapest valid seen flight
+        believed[i] = seen_cheapest[i] if shortlist[i] < 0 else shortlist[i]
+        right[i] = booked_right[i] or not (booked[i] >= 0 and points_known[i])
+    out = score(believed, right, w)
+    for i in range(n):  # booked what it believes best, not knowing how it should have paid
+        if booked[i] >= 0 and booked[i] == believed[i] and not points_known[i]:
+            out[i] = 0.75
+    return out
+
+
+@njit(cache=True, nogil=True)
+def choose(
+    expert: np.ndarray,
+    pick: np.ndarray,
+    need: np.ndarray,
+    w: tuple[np.ndarray, ...],
     page_size: int,
-    search_range: np.ndarray,
-    week_empty: np.ndarray,
-    seen: np.ndarray,
-    price: np.ndarray,
-    points_cost: np.ndarray,
-    balance: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``FlightBooking.expert_action`` of every row: (tool, flight of a booking, payment)."""
-    n = best.size
+    """Each row's action: the expert's where ``expert``, else a wrong one chosen by ``pick``.
+
+    The expert's is ``FlightBooking.expert_action``; a wrong one is action ``int(pick * k)``
+    of the k of ``FlightBooking.wrong_actions``.  ``expert`` all true gives the expert's
+    actions, all false the wrong ones; ``need`` marks the rows that take a wrong action
+    (only theirs get a booking's flight).  Returns (tool, flight of a booking, payment).
+    """
+    search_range, pages, week_empty, visible, seen, price = w[0], w[1], w[2], w[3], w[4], w[5]
+    points_known, shortlist, booked = w[9], w[10], w[12]
+    booked_valid, booked_right, balance, points_cost, best = w[14], w[15], w[16], w[17], w[18]
+    n = pick.size
     tool = np.empty(n, np.int8)
-    flight = np.empty(n, np.int64)
-    pay = np.empty(n, np.int8)
+    flight = np.full(n, NONE, np.int64)
+    pay = np.full(n, PAY_CASH, np.int8)
     for i in range(n):
+        if not expert[i]:  # the list: search, check points, loose filter, [book], [cancel]
+            has_book = visible[i] > 0
+            k = int(pick[i] * (3 + (1 if has_book else 0) + (1 if booked[i] >= 0 else 0)))
+            if k == 0:
+                tool[i] = SEARCH_WEEK
+            elif k == 1:
+                tool[i] = CHECK_POINTS
+            elif k == 2:
+                tool[i] = FILTER_LOOSE
+            elif k == 3 and has_book:  # the cheapest shown flight, by cash
+                tool[i] = BOOK
+                if need[i]:  # only the rows that take it need the flight
+                    flight[i] = _cheapest(price[i], visible[i])
+            else:
+                tool[i] = CANCEL
+            continue
         b = best[i]
         cell = max(b, 0)
         complete = booked[i] == b and booked[i] >= 0 and booked_valid[i] and booked_right[i]
@@ -104,42 +132,9 @@ def expert(
             t = FILTER
         else:
             t = BOOK
+            flight[i] = b
         tool[i] = t
-        flight[i] = b if t == BOOK else NONE
         pay[i] = PAY_CASH if balance[i] < points_cost[i, cell] else PAY_POINTS
-    return tool, flight, pay
-
-
-@njit(cache=True, nogil=True)
-def wrong(
-    pick: np.ndarray,
-    need: np.ndarray,
-    visible: np.ndarray,
-    booked: np.ndarray,
-    price: np.ndarray,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """One of ``FlightBooking.wrong_actions`` per row, action ``int(pick * k)`` of the k."""
-    n = pick.size
-    tool = np.empty(n, np.int8)
-    flight = np.full(n, NONE, np.int64)
-    pay = np.full(n, PAY_CASH, np.int8)
-    for i in range(n):
-        has_book = visible[i] > 0
-        count = 3 + (1 if has_book else 0) + (1 if booked[i] >= 0 else 0)
-        k = int(pick[i] * count)
-        # the list: search, check points, loose filter, [book cheapest by cash], [cancel]
-        if k == 0:
-            tool[i] = SEARCH_WEEK
-        elif k == 1:
-            tool[i] = CHECK_POINTS
-        elif k == 2:
-            tool[i] = FILTER_LOOSE
-        elif k == 3 and has_book:
-            tool[i] = BOOK
-            if need[i]:  # only these need the cheapest shown flight
-                flight[i] = _cheapest(price[i], visible[i])
-        else:
-            tool[i] = CANCEL
     return tool, flight, pay
 
 
@@ -190,7 +185,7 @@ def apply(
     """Run the delivered calls of the rows of ``mask`` (``FlightBooking._tool_*``): (ok, tokens)."""
     (search_range, pages, week_empty, visible, seen, price, valid, hour, seen_cheapest) = w[:9]
     (points_known, shortlist, fare_changed_seen, booked, paid, booked_valid) = w[9:15]
-    (booked_right, balance, points_cost) = w[15:]
+    (booked_right, balance, points_cost) = w[15:18]
     n, f = mask.size, price.shape[1]
     ok = np.zeros(n, np.bool_)
     tokens = np.zeros(n, np.int64)

@@ -123,6 +123,13 @@ class TaskTwin(Protocol):
         """
         ...
 
+    def act(self, expert: np.ndarray, pick: np.ndarray, need: np.ndarray) -> Action:
+        """The expert's action where ``expert``, else the wrong one ``pick`` chooses, per row.
+
+        ``SimTaskTwin`` combines ``expert`` and ``wrong``; a twin may do it in one pass.
+        """
+        ...
+
     def start_call(
         self,
         mask: np.ndarray,
@@ -204,6 +211,19 @@ class SimTaskTwin:
     def apply(self, mask: np.ndarray, action: Action) -> tuple[np.ndarray, np.ndarray]:
         """Run the delivered calls of the rows of ``mask``: (ok, result tokens) per row."""
         raise NotImplementedError
+
+    def expert(self) -> Action:
+        """The expert's action of every row."""
+        raise NotImplementedError
+
+    def wrong(self, pick: np.ndarray, need: np.ndarray) -> Action:
+        """One of the task's wrong actions per row, chosen by ``pick`` (``TaskTwin.wrong``)."""
+        raise NotImplementedError
+
+    def act(self, expert: np.ndarray, pick: np.ndarray, need: np.ndarray) -> Action:
+        """The expert's action where ``expert``, else the wrong one ``pick`` chooses, per row."""
+        right, wrong = self.expert(), self.wrong(pick, need)
+        return tuple(np.where(expert, e, w) for e, w in zip(right, wrong, strict=True))
 
     def after_call(self, mask: np.ndarray, now: np.ndarray, rng: np.random.Generator) -> None:
         """What happens when the calls of the rows of ``mask`` return, whatever their result."""

@@ -269,9 +269,7 @@ class _Engine:
             invalid = np.zeros(n, bool)
         world.sync(s.now, a, rng)
         expert = u[2] < self._effective_quality()
-        right = world.expert()
-        wrong = world.wrong(self.draws.pick(s.ids, t), a & ~expert)
-        action = tuple(np.where(expert, e, w) for e, w in zip(right, wrong, strict=True))
+        action = world.act(expert, self.draws.pick(s.ids, t), a & ~expert)
         # the action's name for the step rows, read before the call changes the world (unused
         # without a recorder)
         key = world.action_key(action) if self.record is not None else s.ids
