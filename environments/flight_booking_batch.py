@@ -147,8 +147,7 @@ class FlightBookingBatch(SimTaskTwin):
         p = self.params
         # updated cell by cell on a rise (``sync``)
         self.valid = (self.price <= p.max_price) & (self.hour >= p.earliest_hour)
-        masked = np.where(self.valid, self.price, np.inf)  # the cheapest valid flight, or NONE
-        self.best = np.where(self.valid.any(axis=1), np.argmin(masked, axis=1), NONE)
+        self.best = kernels.best_valid(self.price, self.valid)
 
     def sync(self, now: np.ndarray, mask: np.ndarray, rng: np.random.Generator) -> None:
         """Apply every fare rise due by ``now`` in the rows of ``mask`` (a booked fare is locked).
@@ -159,7 +158,7 @@ class FlightBookingBatch(SimTaskTwin):
             rng: The batch's generator.
         """
         f = self.params.n_flights
-        due = np.flatnonzero(mask & (self.next_rise <= now))
+        due = kernels.due(mask, self.next_rise, now)
         while due.size:
             flight = rng.integers(0, f, due.size)
             factor = rng.uniform(1.1, 1.5, due.size)

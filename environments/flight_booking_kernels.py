@@ -329,3 +329,24 @@ def _cheapest_valid(fares: np.ndarray, valid: np.ndarray) -> int:
         if valid[j] and (best < 0 or fares[j] < fare):
             best, fare = j, fares[j]
     return best
+
+
+@njit(cache=True, nogil=True)
+def best_valid(price: np.ndarray, valid: np.ndarray) -> np.ndarray:
+    """The cheapest valid flight of every row (lowest id on ties), or ``NONE``."""
+    best = np.empty(price.shape[0], np.int64)
+    for i in range(price.shape[0]):
+        best[i] = _cheapest_valid(price[i], valid[i])
+    return best
+
+
+@njit(cache=True, nogil=True)
+def due(mask: np.ndarray, next_rise: np.ndarray, now: np.ndarray) -> np.ndarray:
+    """The rows of ``mask`` with a fare rise due by their clock ``now``."""
+    rows = np.empty(mask.size, np.int64)
+    k = 0
+    for i in range(mask.size):
+        if mask[i] and next_rise[i] <= now[i]:
+            rows[k] = i
+            k += 1
+    return rows[:k]
