@@ -66,16 +66,16 @@ GRID = [
 
 
 def simpy_metrics(
-    controller: str, episodes: int, confirm: int | None = None, path: Path = SPEC
+    controller: str, episodes: int, confirm: int | None = None, path: Path = SPEC, first: int = 0
 ) -> dict[str, np.ndarray]:
-    """Per-episode success, steps, tokens and REPLANs of the SimPy engine."""
+    """Per-episode success, steps, tokens and REPLANs of the SimPy engine (from ``first`` on)."""
     spec = with_overrides(load_spec(path), controller=controller, confirm=confirm, trials=1)
     parts = build(spec)
     task, agent = parts.make_task(), parts.make_agent()
     law = parts.controllers[0][1]()
     supervisor = parts.make_supervisor()
     rows = []
-    for i in range(episodes):
+    for i in range(first, first + episodes):
         seed = episode_seed(spec.seed, i)
         r = run_episode(task, agent, law, parts.limits, seed, episode=i, supervisor=supervisor)
         rows.append((r.success, len(r.steps), r.cost.tokens, r.cost.replans))

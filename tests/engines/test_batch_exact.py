@@ -5,8 +5,9 @@ recorded (a proxy logs every draw, by step); the batch engine then runs the same
 worlds (copied from the scalar tasks at reset) with those draws replayed in its
 own slots (``Draws``: the act retry, the invalid output, the expert, the tool
 failure, the three evaluation noises, the tool latency, the plan quality, the
-wrong move).  Every episode must take the same Reflect decisions at every step,
-and end with the same outcome, steps, tokens, tool calls, REPLANs and answer.
+wrong move, and with task heterogeneity each world's difficulty z).  Every episode
+must take the same Reflect decisions at every step, and end with the same outcome,
+steps, tokens, tool calls, REPLANs and answer.
 
 The worlds are the tasks' own, without their world-changing processes (fare
 rises, vanishing documents: those draws belong to the world's generator, which
@@ -30,9 +31,9 @@ from environments.tool_chain import ToolChain
 from environments.tool_chain_batch import ToolChainBatch
 from environments.weather import Weather
 from environments.weather_batch import WeatherBatch
-from opar_sim.agents.simulated import SimulatedAgent
+from opar_sim.agents.simulated import DIFFICULTY_STREAM, SimulatedAgent, _world_stream
 from opar_sim.core.loop import run_episode
-from opar_sim.core.seeding import episode_seed
+from opar_sim.core.seeding import derived, episode_seed
 from opar_sim.engines.batch import engine as batch_engine
 from opar_sim.spec.build import build, load_spec
 from opar_sim.spec.edit import with_overrides
@@ -55,10 +56,11 @@ SIGNALS = {"continue": 0, "replan": 1, "terminate": 2}
 
 
 class Log:
-    """The draws of the current episode, one dict per step."""
+    """The draws of the current episode, one dict per step; each episode's difficulty z."""
 
     def __init__(self) -> None:
         self.steps: list[dict[str, Any]] = []
+        self.difficulty: list[float] = []
 
     def add(self, key: str, value: Any) -> None:
         self.steps[-1].setdefault(key, []).append(value)
@@ -101,6 +103,9 @@ class RecordingAgent(SimulatedAgent):
     def reset(self, task: Any, rng: np.random.Generator, cost: Any) -> None:
         super().reset(task, rng, cost)
         self.rng = Recorder(rng, self.log, "agent.")  # type: ignore[assignment]
+        if self.params.task_effect_sd:  # world_shift's z, drawn again (the parent is untouched)
+            z = derived(_world_stream(task), DIFFICULTY_STREAM).standard_normal()
+            self.log.difficulty.append(float(z))
 
     def observe(self, env: Any, task: Any) -> Any:
         self.log.steps.append({})
@@ -178,8 +183,11 @@ def load(world: Any, worlds: list[dict[str, Any]]) -> None:
 class Replay(batch_engine.Draws):
     """The batch engine's draws, read from the SimPy episodes' logs."""
 
-    def __init__(self, logs: list[list[dict[str, Any]]], rate: float) -> None:
-        self.logs, self.rate = logs, rate
+    def __init__(self, logs: list[list[dict[str, Any]]], rate: float, z: list[float]) -> None:
+        self.logs, self.rate, self.z = logs, rate, z
+
+    def difficulty(self, ids: np.ndarray) -> np.ndarray:
+        return np.array([self.z[e] for e in ids.tolist()])
 
     def _at(self, episode: int, t: int) -> dict[str, Any]:
         steps = self.logs[episode]
@@ -225,7 +233,7 @@ TWIN_CLASSES = {
 }
 
 
-def simpy_side(spec: Any) -> tuple[list[Any], list[Any], list[Any], list[Any]]:
+def simpy_side(spec: Any) -> tuple[list[Any], list[Any], list[Any], list[Any], list[float]]:
     parts = build(spec)
     log = Log()
     worlds: list[Any] = []
@@ -242,7 +250,7 @@ def simpy_side(spec: Any) -> tuple[list[Any], list[Any], list[Any], list[Any]]:
         seed = episode_seed(spec.seed, i)
         results.append(run_episode(task, recorder, law, parts.limits, seed, episode=i))
         logs.append(log.steps)
-    return results, logs, worlds, noises
+    return results, logs, worlds, noises, log.difficulty
 
 
 @pytest.mark.parametrize("law", LAWS)
@@ -256,14 +264,12 @@ def test_same_draws_same_decisions(case: str, law: str, monkeypatch: Any) -> Non
     spec = spec.model_copy(
         update={"task": task_spec.model_copy(update={"wrappers": []}), "trials": 1}
     )
-    if spec.agent.params.get("task_effect_sd"):  # the world's draw z is the world stream's
-        agent_params = {**spec.agent.params, "task_effect_sd": 0.0}
-        spec = spec.model_copy(
-            update={"agent": spec.agent.model_copy(update={"params": agent_params})}
-        )
-    results, logs, worlds, noises = simpy_side(spec)
+    results, logs, worlds, noises, difficulty = simpy_side(spec)
     parts = build(spec)
     task, agent = parts.make_task(), parts.make_agent()
+    if case == "tool_chain":  # the τ-bench-shaped model's full heterogeneity, z per world
+        assert agent.params.task_effect_sd > 0 and agent.params.task_effect_slope != 0
+        assert len(difficulty) == EPISODES
     world = TWIN_CLASSES[case].from_task(task) if case in TWIN_CLASSES else None
     if world is None:
 
@@ -294,7 +300,7 @@ def test_same_draws_same_decisions(case: str, law: str, monkeypatch: Any) -> Non
         parts.limits,
         max(1, len(task.goal) // 4),
         rng,
-        draws=Replay(logs, agent.params.invalid_format_rate),
+        draws=Replay(logs, agent.params.invalid_format_rate, difficulty),
     )
     out = engine.run(EPISODES, reset=False)
     answers, outcomes = out.answers(), out.outcomes()

@@ -106,9 +106,10 @@ class Draws:
 
     Each step takes four uniforms per row (act retry, invalid output, expert, tool
     failure) and four normals (the evaluation's three noises, the tool latency), a
-    Beta draw per fresh plan and a uniform per row picking a wrong action.  A test
-    replays recorded draws through a subclass (keyed by episode and step); the world's
-    draws (``TaskTwin.reset``, ``sync``) stay with the generator.
+    Beta draw per fresh plan and a uniform per row picking a wrong action; with task
+    heterogeneity, a normal per world first (its difficulty z).  A test replays recorded
+    draws through a subclass (keyed by episode and step); the world's draws
+    (``TaskTwin.reset``, ``sync``) stay with the generator.
     """
 
     def __init__(self, rng: np.random.Generator) -> None:
@@ -118,6 +119,10 @@ class Draws:
             rng: The batch's generator.
         """
         self.rng = rng
+
+    def difficulty(self, ids: np.ndarray) -> np.ndarray:
+        """Each world's difficulty z ~ N(0, 1) (``simulated.world_shift``'s), for ``ids``."""
+        return self.rng.standard_normal(len(ids))
 
     def step(self, ids: np.ndarray, t: int) -> tuple[np.ndarray, np.ndarray]:
         """Step ``t``'s uniforms and normals, each of shape (4, rows)."""
@@ -168,7 +173,7 @@ class _Engine:
         if p.heterogeneous:  # each world's shift of the logit of plan quality
             feature = world.features().get(p.task_feature)
             x = np.zeros(n) if feature is None else feature
-            normals = rng.standard_normal(n) if p.task_effect_sd else np.zeros(n)
+            normals = self.draws.difficulty(s.ids) if p.task_effect_sd else np.zeros(n)
             s.shift = world_shift_array(p, x, normals)
         out = _Out(n, world)
         for t in range(1, self.limits.max_steps + 1):
