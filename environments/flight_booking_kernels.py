@@ -149,7 +149,7 @@ def _cheapest(fares: np.ndarray, shown: int) -> int:
 
 
 @njit(cache=True, nogil=True)
-def cheapest_seen(
+def _cheapest_seen(
     i: int,
     seen: np.ndarray,
     shown: int,
@@ -221,7 +221,7 @@ def apply(
             if t == FILTER:  # the goal's own constraints: the cheapest valid seen flight
                 pick = seen_cheapest[i]
             else:
-                pick = cheapest_seen(i, seen, visible[i], hour, 6, loose_limit)
+                pick = _cheapest_seen(i, seen, visible[i], hour, 6, loose_limit)
             shortlist[i] = pick
             if pick >= 0:
                 fare_changed_seen[i] = False
@@ -240,7 +240,7 @@ def apply(
                 ok[i] = False
                 tokens[i] = 12
                 # a seen fare rose: search the shown flights again
-                seen_cheapest[i] = cheapest_seen(i, seen, visible[i], hour, earliest_hour, limit)
+                seen_cheapest[i] = _cheapest_seen(i, seen, visible[i], hour, earliest_hour, limit)
             elif pay[i] == PAY_POINTS and balance[i] < cost:
                 ok[i] = False
                 tokens[i] = 8
