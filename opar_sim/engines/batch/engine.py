@@ -119,6 +119,7 @@ class Draws:
             rng: The batch's generator.
         """
         self.rng = rng
+        self._buffers = np.empty((2, 0))  # the step's draws, refilled in place (no page faults)
 
     def difficulty(self, ids: np.ndarray) -> np.ndarray:
         """Each world's difficulty z ~ N(0, 1) (``simulated.world_shift``'s), for ``ids``."""
@@ -127,7 +128,11 @@ class Draws:
     def step(self, ids: np.ndarray, t: int) -> tuple[np.ndarray, np.ndarray]:
         """Step ``t``'s uniforms and normals, each of shape (4, rows)."""
         n = len(ids)
-        return self.rng.random((4, n)), self.rng.standard_normal((4, n))
+        if self._buffers.shape[1] < 4 * n:  # rows only shrink within a run: sized once
+            self._buffers = np.empty((2, 4 * n))
+        u = self._buffers[0, : 4 * n].reshape(4, n)
+        z = self._buffers[1, : 4 * n].reshape(4, n)
+        return self.rng.random(out=u), self.rng.standard_normal(out=z)
 
     def beta(self, ids: np.ndarray, t: int, p: SimulatedAgentParams) -> np.ndarray:
         """Fresh plans' quality draws for the episodes ``ids``."""
