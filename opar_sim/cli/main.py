@@ -10,6 +10,7 @@ import contextlib
 import errno
 import os
 import re
+import shlex
 import sys
 import tempfile
 import textwrap
@@ -189,7 +190,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         resumable = args is not None and hasattr(args, "resume")  # run, sweep, compare, tune
         _say(
-            "interrupted; finished episodes are kept: rerun with --resume --out DIR"
+            f"interrupted; finished episodes are kept: {_resume_hint(args)}"
             if resumable
             else "interrupted"
         )
@@ -211,7 +212,7 @@ def _failed(exc: Exception, args: argparse.Namespace | None) -> int:
         _say(f"error: {exc}")
         return 2
     if isinstance(exc, OSError):
-        _say(f"error: {describe_os_error(exc)}")
+        _say(f"error: {describe_os_error(exc, _resume_hint(args))}")
         return 1
     # the last resort: one line, the traceback to a log file
     log = write_crash_log(getattr(args, "out", None))
@@ -252,11 +253,19 @@ def _one_line(text: str) -> str:
     return first if len(first) <= 200 else first[:197] + "..."
 
 
-def describe_os_error(exc: OSError) -> str:
+def _resume_hint(args: argparse.Namespace | None) -> str:
+    """What finishes an interrupted run: its command again with ``--resume`` and its ``--out``."""
+    out = getattr(args, "out", None)  # the directory the run chose (``common.out_dir``)
+    where = shlex.quote(str(out)) if out is not None else "DIR"
+    return f"rerun with --resume --out {where}"
+
+
+def describe_os_error(exc: OSError, resume: str = "rerun with --resume --out DIR") -> str:
     """One line for a file that could not be read or written, with what to do about it.
 
     Args:
         exc: The error (its ``filename`` names the file when known).
+        resume: What finishes the run when the disk is full (``_resume_hint``).
 
     Returns:
         The line, without the ``opar-sim: error:`` prefix.
@@ -266,10 +275,7 @@ def describe_os_error(exc: OSError) -> str:
         name = name[:60] + "..." + name[-57:]
     reason = exc.strerror or type(exc).__name__
     if exc.errno in (errno.ENOSPC, errno.EDQUOT):
-        return (
-            f"cannot write {name}: {reason}; finished episodes are kept: free space and "
-            "rerun with --resume --out DIR"
-        )
+        return f"cannot write {name}: {reason}; finished episodes are kept: free space and {resume}"
     return f"cannot write {name}: {reason}"
 
 

@@ -20,7 +20,7 @@ from tests.reliability.conftest import bytes_lost, cli, complete_lines_valid, di
 SPEC = EXPERIMENTS / "flight_booking.toml"
 FULL = re.compile(
     r"^opar-sim: error: cannot write (?P<file>\S+): No space left on device; finished episodes "
-    r"are kept: free space and rerun with --resume --out DIR\n$"
+    r"are kept: free space and rerun with --resume --out (?P<out>\S+)\n$"
 )
 
 
@@ -66,7 +66,8 @@ def test_a_full_disk_keeps_finished_lines_and_resume_completes(tmp_path, capsys,
     out = disk / "out"
     status, _, err = cli([*argv, "--out", out], capsys)
     assert status == 1
-    assert FULL.match(err), err
+    full = FULL.match(err)
+    assert full and full["out"] == str(out), err  # the hint names the run's own directory
     assert _intact(out)
     _grow(disk)
     status, _, err = cli([*argv, "--out", out, "--resume"], capsys)

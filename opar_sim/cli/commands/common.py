@@ -140,6 +140,7 @@ def out_dir(args: argparse.Namespace, name: str) -> Path:
     if args.resume and args.out is None:
         raise UsageError("--resume needs --out DIR: the run directory to finish")
     out: Path = args.out or default_out(name)
+    args.out = out  # the directory chosen, for the interrupted run's resume hint
     return out
 
 
