@@ -44,7 +44,7 @@ from opar_sim.rundir.files import (
 )
 from opar_sim.rundir.manifest import MANIFEST_FILE, Repair
 from opar_sim.rundir.readers import check_run_dir, iter_episodes, iter_steps, rows
-from opar_sim.rundir.resume import resume_point, resume_run
+from opar_sim.rundir.resume import refuse_other_spec, resume_point, resume_run
 from opar_sim.rundir.rows import (
     EpisodeKey,
     episode_key,
@@ -106,6 +106,7 @@ __all__ = [
     "read_json",
     "read_jsonl",
     "read_spec",
+    "refuse_other_spec",
     "result_trace",
     "resume_point",
     "resume_run",

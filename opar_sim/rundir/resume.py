@@ -39,6 +39,23 @@ from opar_sim.rundir.rows import episode_key
 from opar_sim.spec.schema import ExperimentSpec, SpecError
 
 
+def refuse_other_spec(spec: ExperimentSpec, out: Path) -> None:
+    """Refuse ``--resume`` into a directory that holds another spec's run, before any output.
+
+    A spec file that is missing or damaged is left to ``check_spec_file``, which repairs
+    what the manifest vouches for.
+
+    Raises:
+        RunDirError: when ``spec.json`` is a valid spec other than ``spec``.
+    """
+    try:
+        on_disk = ExperimentSpec.model_validate_json(read_input(out / SPEC_FILE), strict=True)
+    except (RunDirError, ValidationError):
+        return
+    if on_disk != spec:
+        raise RunDirError(f"--resume: the spec differs from the one that started {out}")
+
+
 def check_spec_file(spec: ExperimentSpec, out: Path, notes: list[str]) -> None:
     """``spec.json`` must be ``spec``'s; a damaged one is rewritten when the manifest vouches.
 

@@ -100,11 +100,12 @@ def test_a_run_that_cannot_be_repaired_exits_2(tmp_path, capsys, reference_run):
     )
     other = tmp_path / "other"
     shutil.copytree(reference_run, other)
-    status, _, err = cli(
+    status, printed, err = cli(
         ["run", SPEC, "--episodes", "31", "--workers", "1", "--out", other, "--resume"], capsys
     )
-    assert (status, err) == (
+    assert (status, printed, err) == (  # refused before the header and the progress bar
         2,
+        "",
         f"opar-sim: error: --resume: the spec differs from the one that started {other}\n",
     )
     tally("damage and resume", inputs_tried=2, answered_cleanly=2, faults_injected=2)

@@ -19,7 +19,7 @@ from opar_sim.cli.llm_costs import print_llm_costs
 from opar_sim.cli.render import is_llm, llm_steps, progress_bar
 from opar_sim.cli.tables import outcome_table, summary_table
 from opar_sim.engines.batch import check_batch
-from opar_sim.rundir import prepare_out_dir
+from opar_sim.rundir import prepare_out_dir, refuse_other_spec
 from opar_sim.running.executors import ExecutorConfig, fit_to_size, open_executor
 from opar_sim.running.runner import RunResult, run_experiment
 from opar_sim.spec.build import build, load_spec
@@ -70,7 +70,9 @@ def execute(
         check_batch(spec)  # refused in one line before anything is printed or written
     out = out_dir(args, spec.name)
     require_backends(spec)
-    if not args.resume:
+    if args.resume:
+        refuse_other_spec(spec, out)  # before the header and the progress bar
+    else:
         prepare_out_dir(out)
     config = executor_config(args)
     llm = is_llm(spec)
