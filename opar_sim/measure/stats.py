@@ -160,8 +160,10 @@ class Summary:
                     stats.add_row({k: v[i] for k, v in columns.items()})
                 continue
 
-            def values(field: str, rows: list[int] = rows) -> list[Any]:
-                return [columns[field][i] for i in rows]
+            whole = len(rows) == len(columns["controller"])  # one controller: its columns
+
+            def values(field: str, rows: list[int] = rows, whole: bool = whole) -> list[Any]:
+                return columns[field] if whole else [columns[field][i] for i in rows]
 
             stats.episodes += len(rows)
             stats.successes += sum(map(bool, values("success")))

@@ -297,4 +297,4 @@ def episode_columns(path: Path, fields: Sequence[str]) -> dict[str, list[Any]]:
         Field -> its values in file order.
     """
     table = read_table(path, EPISODES_PARQUET)
-    return {name: table.column(name).to_pylist() for name in fields if name in table.column_names}
+    return {name: python_list(table.column(name)) for name in fields if name in table.column_names}

@@ -1,9 +1,8 @@
 """The batch engine's rows: episodes as ``episodes.jsonl`` lines and as columns, steps as columns.
 
-``episode_text`` builds the ``EpisodeRow``s of the one schema (``rundir.schema``) column by
-column (one list per field, zipped), so a type checker holds the fields to the schema; they
-are the SimPy engine's rows (``rundir.episode_row``) field for field.  ``episode_table`` is
-the same rows as a pyarrow table (``episodes.parquet``).
+``episode_text`` is the lines of ``lines.episode_lines`` (the SimPy engine's rows,
+``rundir.episode_row``, field for field and byte for byte); ``episode_table`` is the same
+rows as a pyarrow table (``episodes.parquet``).
 
 ``StepRecorder`` is the engine's per-step hook (``_Engine(record=...)``): at the end of each
 step the engine hands it the step number, the rows that made the Reflect and its full-width
@@ -21,10 +20,9 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from opar_sim.core.seeding import episode_seed
 from opar_sim.core.types import Outcome
 from opar_sim.engines.batch.engine import BatchEpisodes
-from opar_sim.rundir import EpisodeRow, to_line
+from opar_sim.engines.batch.lines import episode_lines, run_seed
 from opar_sim.spec.schema import ExperimentSpec
 
 ActionLabel = Callable[[int], "tuple[str, str]"]
@@ -67,14 +65,9 @@ _FLAGS = (
 )
 
 
-def _seed(spec: ExperimentSpec) -> int:
-    entropy = episode_seed(spec.seed, 0).entropy
-    return entropy if isinstance(entropy, int) else 0
-
-
 def episode_rows(
     spec: ExperimentSpec, controller: int, start: int, result: BatchEpisodes
-) -> tuple[str, pa.Table]:
+) -> tuple[bytes, pa.Table]:
     """``episode_text`` and ``episode_table`` at once (the outcomes and answers made once).
 
     Args:
@@ -84,11 +77,11 @@ def episode_rows(
         result: What ``run_batch`` returned.
 
     Returns:
-        The episodes.jsonl lines and the episodes.parquet rows.
+        The episodes.jsonl lines (UTF-8) and the episodes.parquet rows.
     """
     judged, answers = result.judged(), result.answers()
     return (
-        episode_text(spec, controller, start, result, (judged, answers)),
+        episode_lines(spec, controller, start, result, (judged, answers)),
         episode_table(spec, controller, start, result, (judged, answers)),
     )
 
@@ -112,60 +105,7 @@ def episode_text(
     Returns:
         One JSON line per episode.
     """
-    name = spec.controller_list()[controller].name
-    seed = _seed(spec)
-    # the kernel's judge, once for both columns
-    judged, answers = made if made is not None else (result.judged(), result.answers())
-    success = (judged == Outcome.SUCCESS.value).tolist()
-    tokens = result.tokens.tolist()
-    columns = zip(
-        judged.tolist(),
-        success,
-        result.steps.tolist(),
-        answers,
-        result.best_step.tolist(),
-        result.progress.tolist(),
-        result.complete.tolist(),
-        result.feasible.tolist(),
-        result.prompt_tokens.tolist(),
-        result.completion_tokens.tolist(),
-        tokens,
-        result.llm_calls.tolist(),
-        result.sim_seconds.tolist(),
-        result.tool_calls.tolist(),
-        result.replans.tolist(),
-        strict=True,
-    )
-    lines = []
-    for i, values in enumerate(columns):
-        outcome, ok, steps, answer, best, progress, complete, feasible = values[:8]
-        prompt, completion, total, calls, seconds, tool_calls, replans = values[8:]
-        row: EpisodeRow = {
-            "episode": start + i,
-            "seed": seed,
-            "task": spec.task.name,
-            "agent": "simulated",
-            "controller": name,
-            "outcome": outcome,
-            "success": ok,
-            "steps": steps,
-            "answer": answer,
-            "best_step": best if steps else None,
-            "final_progress": progress,
-            "complete": complete,
-            "feasible": feasible,
-            "prompt_tokens": prompt,
-            "completion_tokens": completion,
-            "tokens": total,
-            "llm_calls": calls,
-            "sim_seconds": seconds,
-            "tool_calls": tool_calls,
-            "replans": replans,
-            "sub_tokens": 0,
-            "attempt": 1,
-        }
-        lines.append(to_line(row))
-    return "".join(lines)
+    return episode_lines(spec, controller, start, result, made).decode()
 
 
 def _text(values: list[str], n: int) -> pa.DictionaryArray:
@@ -225,7 +165,7 @@ def episode_table(
     steps = result.steps.astype(np.int64)
     columns: dict[str, Any] = {
         "episode": pa.array(np.arange(start, start + n, dtype=np.int64)),
-        "seed": pa.array(np.full(n, _seed(spec), np.uint64)),
+        "seed": pa.array(np.full(n, run_seed(spec), np.uint64)),
         "task": _text([spec.task.name], n),
         "agent": _text(["simulated"], n),
         "controller": _text([spec.controller_list()[controller].name], n),
