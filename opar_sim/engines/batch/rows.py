@@ -51,6 +51,8 @@ _KEPT = (
     "context_tokens",
     "key",
 )
+_BLOCK = 1 << 20  # rows of a block of kept values (the least: 8 MiB of a float column)
+_EMPTY = {"flags": np.uint16, "key": np.int64, "signal": np.int8}  # dtypes with no steps kept
 # the engine's masks, kept as the bits of one integer per row (one gather instead of nine)
 _FLAGS = (
     "valid",
@@ -201,7 +203,11 @@ class StepRecorder:
         """
         self.label = label
         self.first = 0
-        self.pieces: dict[str, list[np.ndarray]] = {name: [] for name in (*_KEPT, "flags", "step")}
+        # the kept values, step after step, in blocks of at least ``_BLOCK`` rows (one array
+        # per column); each step's rows are a piece: (its block, first row there, rows, step)
+        self.blocks: list[dict[str, np.ndarray]] = []
+        self.pieces: list[tuple[int, int, int, int]] = []
+        self.used = 0  # rows of the last block in use
 
     def chunk(self, first: int) -> Callable[[int, np.ndarray, dict[str, np.ndarray]], None]:
         """The hook for one chunk of episodes, whose row ids count from episode ``first``."""
@@ -218,17 +224,29 @@ class StepRecorder:
                 ``TaskTwin.action_key``) and of ``_FLAGS`` (``exhausted``: the plan's).
         """
         rows = np.flatnonzero(mask)
-        if not rows.size:
+        k = rows.size
+        if not k:
             return
-        pieces = self.pieces
-        for name in _KEPT:
-            pieces[name].append(state[name].take(rows))
         flags = np.zeros(len(mask), np.uint16)
         for bit, name in enumerate(_FLAGS):
             flags |= np.asarray(state[name], np.uint16) << bit
-        pieces["flags"].append(flags.take(rows))
-        pieces["episode"][-1] += self.first
-        pieces["step"].append(np.full(rows.size, t, np.int32))
+        values = {name: state[name] for name in _KEPT} | {"flags": flags}
+        block = self.blocks[-1] if self.blocks else None
+        if (
+            block is None
+            or self.used + k > len(block["flags"])
+            or any(block[name].dtype != v.dtype for name, v in values.items())
+        ):
+            size = max(_BLOCK, k)
+            block = {name: np.empty(size, v.dtype) for name, v in values.items()}
+            self.blocks.append(block)
+            self.used = 0
+        at = self.used
+        for name, v in values.items():  # gathered straight into the block: no copy between
+            np.take(v, rows, out=block[name][at : at + k], mode="clip")
+        block["episode"][at : at + k] += self.first
+        self.pieces.append((len(self.blocks) - 1, at, k, t))
+        self.used += k
 
     def step_table(self, spec: ExperimentSpec, controller: int) -> pa.Table:
         """The kept steps as ``StepRow`` columns, episode by episode, step by step.
@@ -240,27 +258,38 @@ class StepRecorder:
         Returns:
             One row per recorded step (the fields a batch step has, in the schema's order).
         """
-        pieces, self.pieces = self.pieces, {name: [] for name in self.pieces}
-        episode = np.concatenate(pieces["episode"]) if pieces["step"] else np.zeros(0, np.int64)
-        step = np.concatenate(pieces["step"]) if pieces["step"] else np.zeros(0, np.int32)
+        blocks, pieces = self.blocks, self.pieces
+        self.blocks, self.pieces, self.used = [], [], 0
         # the SimPy file's order: each episode's steps 1..k together (a counting sort: the
         # steps were kept step by step, so an episode's k-th row is its step k); each
-        # piece is scattered to its rows, never concatenated first
-        n = len(episode)
-        first = int(episode.min(initial=0))
-        counts = np.bincount(episode - first)
+        # piece is scattered to its rows, never concatenated first, and each column's
+        # blocks are let go once scattered (the memory the next column is made in)
+        ids = [blocks[b]["episode"][at : at + k] for b, at, k, _ in pieces]
+        first = min((int(i.min()) for i in ids), default=0)
+        last = max((int(i.max()) for i in ids), default=first - 1)
+        counts = np.zeros(last - first + 1, np.int64)
+        for i in ids:
+            counts += np.bincount(i - first, minlength=len(counts))
+        n = int(counts.sum())
         starts = np.zeros(len(counts), np.int64)
         np.cumsum(counts[:-1], out=starts[1:])
-        where = starts[episode - first] + step - 1
-        raw: dict[str, np.ndarray] = {}
-        for name, part in pieces.items():
-            out = raw[name] = np.empty(n, part[0].dtype if part else np.float64)
-            at = 0
-            for values in part:
-                out[where[at : at + len(values)]] = values
-                at += len(values)
-        episode = np.asarray(raw["episode"], np.int64)
-        return pa.table(self._columns(spec, controller, raw, episode))
+        where = [starts[i - first] + (t - 1) for i, (_, _, _, t) in zip(ids, pieces, strict=True)]
+        del ids
+        for block in blocks:
+            del block["episode"]
+        raw: dict[str, np.ndarray] = {
+            "episode": np.repeat(np.arange(first, last + 1, dtype=np.int64), counts),
+            "step": (np.arange(n) - np.repeat(starts, counts) + 1).astype(np.int32),
+        }
+        for name in (*_KEPT[1:], "flags"):  # ``_KEPT[0]``, the episode: ``raw`` has it
+            kinds = [block[name].dtype for block in blocks]
+            out = np.empty(n, np.result_type(*kinds) if kinds else _EMPTY.get(name, np.float64))
+            for (b, at, k, _), rows in zip(pieces, where, strict=True):
+                out[rows] = blocks[b][name][at : at + k]
+            for block in blocks:
+                del block[name]
+            raw[name] = out
+        return pa.table(self._columns(spec, controller, raw, raw["episode"]))
 
     def _columns(
         self,
