@@ -112,7 +112,12 @@ def episode_text(
 
 def _text(values: list[str], n: int) -> pa.DictionaryArray:
     """A column of one text repeated ``n`` times (dictionary-encoded: one copy)."""
-    return pa.DictionaryArray.from_arrays(pa.array(np.zeros(n, np.int32)), pa.array(values))
+    return _one(np.zeros(n, np.int32), *values)
+
+
+def _one(zeros: np.ndarray, text: str) -> pa.DictionaryArray:
+    """``text`` at every row of ``zeros`` (their codes: int32 zeros, shared between columns)."""
+    return pa.DictionaryArray.from_arrays(pa.array(zeros), pa.array([text]))
 
 
 def _nullable(values: np.ndarray, null: np.ndarray | None) -> Any:
@@ -302,49 +307,57 @@ class StepRecorder:
         bits = {name: (raw["flags"] & (1 << k)) != 0 for k, name in enumerate(_FLAGS)}
         valid = bits["valid"]
         invalid = ~valid
-        timeout = valid & bits["timeout"]
         ok = bits["ok"] & valid
-        delivered = bits["delivered"] & valid
-        # the tool's error kind (SimTask.execute; a delivered call the task refused: rejected)
-        error_code = np.select(
-            [invalid, timeout, ~delivered, ~ok], [0, 1, 2, 3], default=-1
-        ).astype(np.int32)
+        # the tool's error kind (SimTask.execute; a delivered call the task refused: rejected),
+        # -1 for none: the first that holds of invalid, timeout, not delivered, not ok
+        error_code = np.full(n, -1, np.int8)
+        np.copyto(error_code, 3, where=~ok)
+        np.copyto(error_code, 2, where=~bits["delivered"])
+        np.copyto(error_code, 1, where=bits["timeout"])
+        np.copyto(error_code, 0, where=invalid)
         # each distinct action key once (small integers: mapped without a sort); an invalid
         # output's key (-1 here) is never read
-        key = np.where(valid, raw["key"], -1) + 1
+        key = raw["key"]
+        np.copyto(key, -1, where=invalid)  # ``raw`` is this table's own: changed in place
+        key += 1
         present = np.flatnonzero(np.bincount(key)) if n else np.zeros(0, np.int64)
-        lookup = np.zeros(int(present[-1]) + 1 if present.size else 1, np.int64)
-        lookup[present] = np.arange(present.size)
-        action_codes = lookup[key]
         labels = [self.label(k - 1) if k else ("", "") for k in present.tolist()]
         # one dictionary entry per text (two keys may share a label or a tool):
         # Parquet writes a dictionary with repeated entries as plain text
         names = list(dict.fromkeys(label for label, _ in labels))
         tool_names = list(dict.fromkeys(tool for _, tool in labels))
-        name_of = np.array([names.index(label) for label, _ in labels], np.int64)
-        tool_of = np.array([tool_names.index(tool) for _, tool in labels], np.int64)
+        name_of = np.zeros(int(present[-1]) + 1 if present.size else 1, np.int32)
+        tool_of = name_of.copy()
+        name_of[present] = [names.index(label) for label, _ in labels]
+        tool_of[present] = [tool_names.index(tool) for _, tool in labels]
         productive = bits["productive"]
-        critique_code = np.where(ok, np.where(productive, 0, 1), 2 + np.maximum(error_code, 0))
+        critique_code = np.maximum(error_code, 0).astype(np.int32)
+        critique_code += 2
+        np.copyto(critique_code, 1, where=ok)
+        np.copyto(critique_code, 0, where=ok & productive)
         missing = raw["delta_task"] < 0.999
         offsets = np.zeros(n + 1, np.int32)
         np.cumsum(missing, out=offsets[1:])
-        missing_values = _codes(np.zeros(int(offsets[-1]), np.int32), [MISSING])
+        zeros = np.zeros(max(n, int(offsets[-1])), np.int32)  # the codes of one-text columns
+        missing_values = _codes(zeros[: offsets[-1]], [MISSING])
         give_up = bits["give_up"]
-        signal = raw["signal"].astype(np.int32)
         progress = np.asarray(raw["progress"], np.float64)
-        latency = np.where(valid, raw["latency"], 0.0)
+        latency = raw["latency"]
+        np.copyto(latency, 0.0, where=invalid)
+        ones = np.ones(n, np.int32)
+        plan_id = raw["replans"] + ones  # a new plan with each REPLAN
         return {
             "episode": pa.array(episode),
-            "agent": _text(["simulated"], n),
-            "controller": _text([spec.controller_list()[controller].name], n),
+            "agent": _one(zeros[:n], "simulated"),
+            "controller": _one(zeros[:n], spec.controller_list()[controller].name),
             "step": pa.array(raw["step"]),
             "time": pa.array(np.asarray(raw["time"], np.float64)),
             "visible_progress": pa.array(np.asarray(raw["visible_progress"], np.float64)),
-            "plan_id": pa.array(raw["replans"] + 1),  # a new plan with each REPLAN
+            "plan_id": pa.array(plan_id),
             "plan_quality": pa.array(np.asarray(raw["plan_quality"], np.float64)),
             "effective_quality": pa.array(np.asarray(raw["effective_quality"], np.float64)),
-            "action": _codes(name_of[action_codes] if n else action_codes, names, invalid),
-            "tool": _codes(tool_of[action_codes] if n else action_codes, tool_names, invalid),
+            "action": _codes(name_of[key], names, invalid),
+            "tool": _codes(tool_of[key], tool_names, invalid),
             "expert": pa.array(bits["expert"] & valid),
             "ok": pa.array(ok),
             "latency": pa.array(np.asarray(latency, np.float64)),
@@ -369,7 +382,7 @@ class StepRecorder:
                     "failed: rejected",
                 ],
             ),
-            "signal": _codes(signal, list(SIGNALS)),
+            "signal": _codes(raw["signal"], list(SIGNALS)),
             "give_up": pa.array(give_up),
             "progress": pa.array(progress),
             "complete": pa.array(progress >= 1.0),
@@ -379,6 +392,6 @@ class StepRecorder:
             "replans": pa.array(raw["replans"]),
             "tokens": pa.array(raw["tokens"]),
             "context_tokens": pa.array(raw["context_tokens"]),
-            "error": _codes(np.zeros(n, np.int32), ["invalid_format"], valid),
-            "attempt": pa.array(np.ones(n, np.int32)),
+            "error": _codes(zeros[:n], ["invalid_format"], valid),
+            "attempt": pa.array(ones),
         }
