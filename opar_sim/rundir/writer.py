@@ -72,7 +72,7 @@ class RunWriter:
         self,
         index: int,
         units: tuple[int, int],
-        episodes: str | bytes,
+        episodes: str | bytes | bytearray,
         steps: str,
         calls: str = "",
     ) -> None:
@@ -97,7 +97,7 @@ class RunWriter:
         name = MANIFEST_FILE
         try:
             for name, text in texts.items():
-                data = text if isinstance(text, bytes) else text.encode()
+                data = text.encode() if isinstance(text, str) else text
                 skip = CALLS_FILE if not self.columnar else (CALLS_FILE, STEPS_FILE)
                 if data or name not in skip or (out / name).exists():
                     f = self._file(out, name)

@@ -22,6 +22,7 @@ from opar_sim.engines.batch.engine import BatchEpisodes
 from opar_sim.rundir import EpisodeRow, to_line
 from opar_sim.spec.schema import ExperimentSpec
 
+_ROWS = 8192  # episodes formatted at a time
 _HOLE = "\x00"  # marks a hole of the line template (orjson writes it as an escape)
 # the template's holes, in the order ``episode_lines`` fills them: integers (``%d``) and
 # values already written as JSON (``%s``)
@@ -45,7 +46,7 @@ def episode_lines(
     start: int,
     result: BatchEpisodes,
     made: tuple[np.ndarray, list[str]] | None = None,
-) -> bytes:
+) -> bytearray:
     """The episodes.jsonl lines of a batch of episodes, in the SimPy engine's row format.
 
     Args:
@@ -59,29 +60,35 @@ def episode_lines(
         One JSON line per episode, UTF-8.
     """
     judged, answers = made if made is not None else (result.judged(), result.answers())
-    template = _line_template(spec, controller)
-    n = len(result.steps)
-    steps = result.steps.tolist()
-    best = [b if k else None for b, k in zip(result.best_step.tolist(), steps, strict=True)]
-    columns = (
-        range(start, start + n),
-        _json_texts(judged.tolist()),
-        _json_bools(judged == Outcome.SUCCESS.value),
-        steps,
-        _json_texts(answers),
-        _json_items(best),
-        _json_items(np.asarray(result.progress, np.float64).tolist()),
-        _json_bools(result.complete),
-        _json_bools(result.feasible),
-        result.prompt_tokens.tolist(),
-        result.completion_tokens.tolist(),
-        result.tokens.tolist(),
-        result.llm_calls.tolist(),
-        _json_items(np.asarray(result.sim_seconds, np.float64).tolist()),
-        result.tool_calls.tolist(),
-        result.replans.tolist(),
-    )
-    return b"".join(map(template.__mod__, zip(*columns, strict=True)))
+    template = _line_template(spec, controller).__mod__
+    outcomes = judged.tolist()
+    success = judged == Outcome.SUCCESS.value
+    lines = bytearray()  # grown in place (a large one is remapped, not copied)
+    # a block of rows at a time: its objects are made in the memory the last block's left
+    for a in range(0, len(result.steps), _ROWS):
+        b = min(a + _ROWS, len(result.steps))
+        steps = result.steps[a:b].tolist()
+        best = result.best_step[a:b].tolist()
+        columns = (
+            range(start + a, start + b),
+            _json_texts(outcomes[a:b]),
+            _json_bools(success[a:b]),
+            steps,
+            _json_texts(answers[a:b]),
+            _json_items([b if k else None for b, k in zip(best, steps, strict=True)]),
+            _json_items(np.asarray(result.progress[a:b], np.float64).tolist()),
+            _json_bools(result.complete[a:b]),
+            _json_bools(result.feasible[a:b]),
+            result.prompt_tokens[a:b].tolist(),
+            result.completion_tokens[a:b].tolist(),
+            result.tokens[a:b].tolist(),
+            result.llm_calls[a:b].tolist(),
+            _json_items(np.asarray(result.sim_seconds[a:b], np.float64).tolist()),
+            result.tool_calls[a:b].tolist(),
+            result.replans[a:b].tolist(),
+        )
+        lines += b"".join(map(template, zip(*columns, strict=True)))
+    return lines
 
 
 def _line_template(spec: ExperimentSpec, controller: int) -> bytes:

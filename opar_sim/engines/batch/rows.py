@@ -69,7 +69,7 @@ _FLAGS = (
 
 def episode_rows(
     spec: ExperimentSpec, controller: int, start: int, result: BatchEpisodes
-) -> tuple[bytes, pa.Table]:
+) -> tuple[bytearray, pa.Table]:
     """``episode_text`` and ``episode_table`` at once (the outcomes and answers made once).
 
     Args:
