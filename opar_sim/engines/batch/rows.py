@@ -51,7 +51,7 @@ _KEPT = (
     "context_tokens",
     "key",
 )
-_BLOCK = 1 << 20  # rows of a block of kept values (the least: 8 MiB of a float column)
+_BLOCK = 1 << 20  # rows of a block of kept values, at most (8 MiB of a float column)
 _EMPTY = {"flags": np.uint16, "key": np.int64, "signal": np.int8}  # dtypes with no steps kept
 # the engine's masks, kept as the bits of one integer per row (one gather instead of nine)
 _FLAGS = (
@@ -208,8 +208,8 @@ class StepRecorder:
         """
         self.label = label
         self.first = 0
-        # the kept values, step after step, in blocks of at least ``_BLOCK`` rows (one array
-        # per column); each step's rows are a piece: (its block, first row there, rows, step)
+        # the kept values, step after step, in blocks of up to ``_BLOCK`` rows (one array per
+        # column); each step's rows are a piece: (its block, first row there, rows, step)
         self.blocks: list[dict[str, np.ndarray]] = []
         self.pieces: list[tuple[int, int, int, int]] = []
         self.used = 0  # rows of the last block in use
@@ -242,7 +242,7 @@ class StepRecorder:
             or self.used + k > len(block["flags"])
             or any(block[name].dtype != v.dtype for name, v in values.items())
         ):
-            size = max(_BLOCK, k)
+            size = max(k, min(_BLOCK, 8 * k))  # a small run's blocks stay small
             block = {name: np.empty(size, v.dtype) for name, v in values.items()}
             self.blocks.append(block)
             self.used = 0
