@@ -21,13 +21,11 @@ from typing import Any
 import memory
 import pyarrow.parquet as pq
 
-from opar_sim.engines.batch import (
-    episode_table,
-    episode_text,
-    run_batch,
-    step_recorder,
-)
-from opar_sim.rundir.columnar import EPISODES_PARQUET, encode
+from opar_sim.engines.batch import episode_table, run_batch, step_recorder
+from opar_sim.engines.batch.lines import episode_lines
+from opar_sim.measure.stats import Summary
+from opar_sim.rundir.columnar import EPISODES_PARQUET, encode, episode_columns
+from opar_sim.running.runner import SUMMARY_FIELDS
 from opar_sim.spec.build import load_spec
 from opar_sim.spec.edit import with_overrides
 
@@ -57,8 +55,11 @@ def cli_batch(sizes: tuple[int, int], work: Path) -> dict[str, Any]:
     }
 
 
-def breakdown(episodes: int) -> dict[str, float]:
-    """CPU µs per step of the parts of a batch run's rows, in this process (no files)."""
+def breakdown(episodes: int, work: Path) -> dict[str, float]:
+    """CPU µs per step of the parts of a batch run's rows, in this process.
+
+    Files only for the summary (which reads ``episodes.parquet`` back, as ``finish_run``).
+    """
     spec = with_overrides(load_spec(memory.SPEC), episodes=episodes, controller="pid")
     clock = time.process_time
     start = clock()
@@ -76,11 +77,15 @@ def breakdown(episodes: int) -> dict[str, float]:
     encode([table], steps_sink)
     parquet = clock() - start
     start = clock()
-    lines = episode_text(spec, 0, 0, result)
+    lines = episode_lines(spec, 0, 0, result)
     text = clock() - start
     start = clock()
-    encode([episode_table(spec, 0, 0, result)], io.BytesIO())
-    episode_columns = clock() - start
+    with open(work / EPISODES_PARQUET, "wb") as f:
+        encode([episode_table(spec, 0, 0, result)], f)
+    episodes_parquet = clock() - start
+    start = clock()
+    Summary().add_columns(episode_columns(work, SUMMARY_FIELDS))
+    summary = clock() - start
     n = int(plain.steps.sum())
     return {
         "steps": n,
@@ -89,7 +94,8 @@ def breakdown(episodes: int) -> dict[str, float]:
         "step_columns": columns / n * 1e6,
         "steps_parquet": parquet / n * 1e6,
         "episode_lines": text / n * 1e6,
-        "episodes_parquet": episode_columns / n * 1e6,
+        "episodes_parquet": episodes_parquet / n * 1e6,
+        "summary": summary / n * 1e6,
         "steps_parquet_mb": steps_sink.tell() / 1e6,
         "episode_lines_mb": len(lines) / 1e6,
     }
@@ -100,12 +106,13 @@ def main(argv: list[str]) -> None:
     sizes = (int(argv[0]), int(argv[1])) if len(argv) == 2 else FULL
     with tempfile.TemporaryDirectory(prefix="opar-batch-rows-") as tmp:
         found = cli_batch(sizes, Path(tmp))
+        parts = breakdown(sizes[1], Path(tmp))
     print(
         f"run --engine batch, {sizes[0]:,} vs {sizes[1]:,} episodes: "
         f"{found['steps_per_cpu_second']:,.0f} steps per CPU second "
         f"({found['us_per_step']:.3f} µs/step)"
     )
-    for name, value in breakdown(sizes[1]).items():
+    for name, value in parts.items():
         print(f"  {name}: {value:,.3f}")
 
 

@@ -150,18 +150,26 @@ class Summary:
             columns: ``controller``, ``success``, ``steps``, ``tokens``, ``sim_seconds``,
                 ``replans``, ``tool_calls`` and ``outcome``, one value per episode.
         """
+        names = columns["controller"]
+        distinct = list(dict.fromkeys(names))
+        # each controller's rows, in row order (a lone controller: every row, its columns)
         by: dict[str, list[int]] = {}
-        for i, name in enumerate(columns["controller"]):
-            by.setdefault(str(name), []).append(i)
-        for name, rows in by.items():
+        if len(distinct) > 1:
+            index = {name: k for k, name in enumerate(distinct)}
+            codes = np.fromiter(map(index.__getitem__, names), np.int64, len(names))
+            for k, name in enumerate(distinct):
+                by.setdefault(str(name), []).extend(np.flatnonzero(codes == k).tolist())
+        for name in by or [str(c) for c in distinct]:
             stats = self.by_controller.setdefault(name, ControllerStats(trials=self.trials))
+            whole = not by
+            rows: Sequence[int] = range(len(names)) if whole else sorted(by[name])
             if self.trials > 1:  # repeated worlds: their successes kept row by row
                 for i in rows:
                     stats.add_row({k: v[i] for k, v in columns.items()})
                 continue
 
-            def values(field: str, rows: list[int] = rows) -> list[Any]:
-                return [columns[field][i] for i in rows]
+            def values(field: str, rows: Sequence[int] = rows, whole: bool = whole) -> list[Any]:
+                return columns[field] if whole else [columns[field][i] for i in rows]
 
             stats.episodes += len(rows)
             stats.successes += sum(map(bool, values("success")))

@@ -69,14 +69,19 @@ class RunWriter:
         self.files: dict[str, IO[bytes]] = {}
 
     def write(
-        self, index: int, units: tuple[int, int], episodes: str, steps: str, calls: str = ""
+        self,
+        index: int,
+        units: tuple[int, int],
+        episodes: str | bytes | bytearray,
+        steps: str,
+        calls: str = "",
     ) -> None:
         """Append one chunk to run ``index`` (steps, episodes, calls) and record it.
 
         Args:
             index: The run, in ``runs``.
             units: The chunk's episodes counted over the controllers in file order.
-            episodes: Its episodes.jsonl lines.
+            episodes: Its episodes.jsonl lines (or already UTF-8: written as they are).
             steps: Its steps.jsonl lines.
             calls: Its calls.jsonl lines (LLM agents).
         """
@@ -92,7 +97,7 @@ class RunWriter:
         name = MANIFEST_FILE
         try:
             for name, text in texts.items():
-                data = text.encode()
+                data = text.encode() if isinstance(text, str) else text
                 skip = CALLS_FILE if not self.columnar else (CALLS_FILE, STEPS_FILE)
                 if data or name not in skip or (out / name).exists():
                     f = self._file(out, name)

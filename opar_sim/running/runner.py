@@ -239,6 +239,7 @@ def _run_batch(
         batch = run_batch(spec, k, 0, n, steps)
         lines, episodes = episode_rows(spec, k, 0, batch)
         writer.write(index, (k * n, (k + 1) * n), lines, "")
+        del lines  # written: its memory is the step columns' next
         table = steps.step_table(spec, k)
         tables[STEPS_PARQUET].append(table)
         tables[EPISODES_PARQUET].append(episodes)

@@ -1,9 +1,8 @@
 """The batch engine's rows: episodes as ``episodes.jsonl`` lines and as columns, steps as columns.
 
-``episode_text`` builds the ``EpisodeRow``s of the one schema (``rundir.schema``) column by
-column (one list per field, zipped), so a type checker holds the fields to the schema; they
-are the SimPy engine's rows (``rundir.episode_row``) field for field.  ``episode_table`` is
-the same rows as a pyarrow table (``episodes.parquet``).
+``episode_text`` is the lines of ``lines.episode_lines`` (the SimPy engine's rows,
+``rundir.episode_row``, field for field and byte for byte); ``episode_table`` is the same
+rows as a pyarrow table (``episodes.parquet``).
 
 ``StepRecorder`` is the engine's per-step hook (``_Engine(record=...)``): at the end of each
 step the engine hands it the step number, the rows that made the Reflect and its full-width
@@ -21,10 +20,9 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from opar_sim.core.seeding import episode_seed
 from opar_sim.core.types import Outcome
 from opar_sim.engines.batch.engine import BatchEpisodes
-from opar_sim.rundir import EpisodeRow, to_line
+from opar_sim.engines.batch.lines import episode_lines, run_seed
 from opar_sim.spec.schema import ExperimentSpec
 
 ActionLabel = Callable[[int], "tuple[str, str]"]
@@ -53,6 +51,8 @@ _KEPT = (
     "context_tokens",
     "key",
 )
+_BLOCK = 1 << 20  # rows of a block of kept values, at most (8 MiB of a float column)
+_EMPTY = {"flags": np.uint16, "key": np.int64, "signal": np.int8}  # dtypes with no steps kept
 # the engine's masks, kept as the bits of one integer per row (one gather instead of nine)
 _FLAGS = (
     "valid",
@@ -67,14 +67,9 @@ _FLAGS = (
 )
 
 
-def _seed(spec: ExperimentSpec) -> int:
-    entropy = episode_seed(spec.seed, 0).entropy
-    return entropy if isinstance(entropy, int) else 0
-
-
 def episode_rows(
     spec: ExperimentSpec, controller: int, start: int, result: BatchEpisodes
-) -> tuple[str, pa.Table]:
+) -> tuple[bytearray, pa.Table]:
     """``episode_text`` and ``episode_table`` at once (the outcomes and answers made once).
 
     Args:
@@ -84,11 +79,11 @@ def episode_rows(
         result: What ``run_batch`` returned.
 
     Returns:
-        The episodes.jsonl lines and the episodes.parquet rows.
+        The episodes.jsonl lines (UTF-8) and the episodes.parquet rows.
     """
     judged, answers = result.judged(), result.answers()
     return (
-        episode_text(spec, controller, start, result, (judged, answers)),
+        episode_lines(spec, controller, start, result, (judged, answers)),
         episode_table(spec, controller, start, result, (judged, answers)),
     )
 
@@ -112,65 +107,17 @@ def episode_text(
     Returns:
         One JSON line per episode.
     """
-    name = spec.controller_list()[controller].name
-    seed = _seed(spec)
-    # the kernel's judge, once for both columns
-    judged, answers = made if made is not None else (result.judged(), result.answers())
-    success = (judged == Outcome.SUCCESS.value).tolist()
-    tokens = result.tokens.tolist()
-    columns = zip(
-        judged.tolist(),
-        success,
-        result.steps.tolist(),
-        answers,
-        result.best_step.tolist(),
-        result.progress.tolist(),
-        result.complete.tolist(),
-        result.feasible.tolist(),
-        result.prompt_tokens.tolist(),
-        result.completion_tokens.tolist(),
-        tokens,
-        result.llm_calls.tolist(),
-        result.sim_seconds.tolist(),
-        result.tool_calls.tolist(),
-        result.replans.tolist(),
-        strict=True,
-    )
-    lines = []
-    for i, values in enumerate(columns):
-        outcome, ok, steps, answer, best, progress, complete, feasible = values[:8]
-        prompt, completion, total, calls, seconds, tool_calls, replans = values[8:]
-        row: EpisodeRow = {
-            "episode": start + i,
-            "seed": seed,
-            "task": spec.task.name,
-            "agent": "simulated",
-            "controller": name,
-            "outcome": outcome,
-            "success": ok,
-            "steps": steps,
-            "answer": answer,
-            "best_step": best if steps else None,
-            "final_progress": progress,
-            "complete": complete,
-            "feasible": feasible,
-            "prompt_tokens": prompt,
-            "completion_tokens": completion,
-            "tokens": total,
-            "llm_calls": calls,
-            "sim_seconds": seconds,
-            "tool_calls": tool_calls,
-            "replans": replans,
-            "sub_tokens": 0,
-            "attempt": 1,
-        }
-        lines.append(to_line(row))
-    return "".join(lines)
+    return episode_lines(spec, controller, start, result, made).decode()
 
 
 def _text(values: list[str], n: int) -> pa.DictionaryArray:
     """A column of one text repeated ``n`` times (dictionary-encoded: one copy)."""
-    return pa.DictionaryArray.from_arrays(pa.array(np.zeros(n, np.int32)), pa.array(values))
+    return _one(np.zeros(n, np.int32), *values)
+
+
+def _one(zeros: np.ndarray, text: str) -> pa.DictionaryArray:
+    """``text`` at every row of ``zeros`` (their codes: int32 zeros, shared between columns)."""
+    return pa.DictionaryArray.from_arrays(pa.array(zeros), pa.array([text]))
 
 
 def _nullable(values: np.ndarray, null: np.ndarray | None) -> Any:
@@ -225,7 +172,7 @@ def episode_table(
     steps = result.steps.astype(np.int64)
     columns: dict[str, Any] = {
         "episode": pa.array(np.arange(start, start + n, dtype=np.int64)),
-        "seed": pa.array(np.full(n, _seed(spec), np.uint64)),
+        "seed": pa.array(np.full(n, run_seed(spec), np.uint64)),
         "task": _text([spec.task.name], n),
         "agent": _text(["simulated"], n),
         "controller": _text([spec.controller_list()[controller].name], n),
@@ -261,7 +208,11 @@ class StepRecorder:
         """
         self.label = label
         self.first = 0
-        self.pieces: dict[str, list[np.ndarray]] = {name: [] for name in (*_KEPT, "flags", "step")}
+        # the kept values, step after step, in blocks of up to ``_BLOCK`` rows (one array per
+        # column); each step's rows are a piece: (its block, first row there, rows, step)
+        self.blocks: list[dict[str, np.ndarray]] = []
+        self.pieces: list[tuple[int, int, int, int]] = []
+        self.used = 0  # rows of the last block in use
 
     def chunk(self, first: int) -> Callable[[int, np.ndarray, dict[str, np.ndarray]], None]:
         """The hook for one chunk of episodes, whose row ids count from episode ``first``."""
@@ -278,17 +229,29 @@ class StepRecorder:
                 ``TaskTwin.action_key``) and of ``_FLAGS`` (``exhausted``: the plan's).
         """
         rows = np.flatnonzero(mask)
-        if not rows.size:
+        k = rows.size
+        if not k:
             return
-        pieces = self.pieces
-        for name in _KEPT:
-            pieces[name].append(state[name].take(rows))
         flags = np.zeros(len(mask), np.uint16)
         for bit, name in enumerate(_FLAGS):
             flags |= np.asarray(state[name], np.uint16) << bit
-        pieces["flags"].append(flags.take(rows))
-        pieces["episode"][-1] += self.first
-        pieces["step"].append(np.full(rows.size, t, np.int32))
+        values = {name: state[name] for name in _KEPT} | {"flags": flags}
+        block = self.blocks[-1] if self.blocks else None
+        if (
+            block is None
+            or self.used + k > len(block["flags"])
+            or any(block[name].dtype != v.dtype for name, v in values.items())
+        ):
+            size = max(k, min(_BLOCK, 8 * k))  # a small run's blocks stay small
+            block = {name: np.empty(size, v.dtype) for name, v in values.items()}
+            self.blocks.append(block)
+            self.used = 0
+        at = self.used
+        for name, v in values.items():  # gathered straight into the block: no copy between
+            np.take(v, rows, out=block[name][at : at + k], mode="clip")
+        block["episode"][at : at + k] += self.first
+        self.pieces.append((len(self.blocks) - 1, at, k, t))
+        self.used += k
 
     def step_table(self, spec: ExperimentSpec, controller: int) -> pa.Table:
         """The kept steps as ``StepRow`` columns, episode by episode, step by step.
@@ -300,27 +263,38 @@ class StepRecorder:
         Returns:
             One row per recorded step (the fields a batch step has, in the schema's order).
         """
-        pieces, self.pieces = self.pieces, {name: [] for name in self.pieces}
-        episode = np.concatenate(pieces["episode"]) if pieces["step"] else np.zeros(0, np.int64)
-        step = np.concatenate(pieces["step"]) if pieces["step"] else np.zeros(0, np.int32)
+        blocks, pieces = self.blocks, self.pieces
+        self.blocks, self.pieces, self.used = [], [], 0
         # the SimPy file's order: each episode's steps 1..k together (a counting sort: the
         # steps were kept step by step, so an episode's k-th row is its step k); each
-        # piece is scattered to its rows, never concatenated first
-        n = len(episode)
-        first = int(episode.min(initial=0))
-        counts = np.bincount(episode - first)
+        # piece is scattered to its rows, never concatenated first, and each column's
+        # blocks are let go once scattered (the memory the next column is made in)
+        ids = [blocks[b]["episode"][at : at + k] for b, at, k, _ in pieces]
+        first = min((int(i.min()) for i in ids), default=0)
+        last = max((int(i.max()) for i in ids), default=first - 1)
+        counts = np.zeros(last - first + 1, np.int64)
+        for i in ids:
+            counts += np.bincount(i - first, minlength=len(counts))
+        n = int(counts.sum())
         starts = np.zeros(len(counts), np.int64)
         np.cumsum(counts[:-1], out=starts[1:])
-        where = starts[episode - first] + step - 1
-        raw: dict[str, np.ndarray] = {}
-        for name, part in pieces.items():
-            out = raw[name] = np.empty(n, part[0].dtype if part else np.float64)
-            at = 0
-            for values in part:
-                out[where[at : at + len(values)]] = values
-                at += len(values)
-        episode = np.asarray(raw["episode"], np.int64)
-        return pa.table(self._columns(spec, controller, raw, episode))
+        where = [starts[i - first] + (t - 1) for i, (_, _, _, t) in zip(ids, pieces, strict=True)]
+        del ids
+        for block in blocks:
+            del block["episode"]
+        raw: dict[str, np.ndarray] = {
+            "episode": np.repeat(np.arange(first, last + 1, dtype=np.int64), counts),
+            "step": (np.arange(n) - np.repeat(starts, counts) + 1).astype(np.int32),
+        }
+        for name in (*_KEPT[1:], "flags"):  # ``_KEPT[0]``, the episode: ``raw`` has it
+            kinds = [block[name].dtype for block in blocks]
+            out = np.empty(n, np.result_type(*kinds) if kinds else _EMPTY.get(name, np.float64))
+            for (b, at, k, _), rows in zip(pieces, where, strict=True):
+                out[rows] = blocks[b][name][at : at + k]
+            for block in blocks:
+                del block[name]
+            raw[name] = out
+        return pa.table(self._columns(spec, controller, raw, raw["episode"]))
 
     def _columns(
         self,
@@ -333,49 +307,57 @@ class StepRecorder:
         bits = {name: (raw["flags"] & (1 << k)) != 0 for k, name in enumerate(_FLAGS)}
         valid = bits["valid"]
         invalid = ~valid
-        timeout = valid & bits["timeout"]
         ok = bits["ok"] & valid
-        delivered = bits["delivered"] & valid
-        # the tool's error kind (SimTask.execute; a delivered call the task refused: rejected)
-        error_code = np.select(
-            [invalid, timeout, ~delivered, ~ok], [0, 1, 2, 3], default=-1
-        ).astype(np.int32)
+        # the tool's error kind (SimTask.execute; a delivered call the task refused: rejected),
+        # -1 for none: the first that holds of invalid, timeout, not delivered, not ok
+        error_code = np.full(n, -1, np.int8)
+        np.copyto(error_code, 3, where=~ok)
+        np.copyto(error_code, 2, where=~bits["delivered"])
+        np.copyto(error_code, 1, where=bits["timeout"])
+        np.copyto(error_code, 0, where=invalid)
         # each distinct action key once (small integers: mapped without a sort); an invalid
         # output's key (-1 here) is never read
-        key = np.where(valid, raw["key"], -1) + 1
+        key = raw["key"]
+        np.copyto(key, -1, where=invalid)  # ``raw`` is this table's own: changed in place
+        key += 1
         present = np.flatnonzero(np.bincount(key)) if n else np.zeros(0, np.int64)
-        lookup = np.zeros(int(present[-1]) + 1 if present.size else 1, np.int64)
-        lookup[present] = np.arange(present.size)
-        action_codes = lookup[key]
         labels = [self.label(k - 1) if k else ("", "") for k in present.tolist()]
         # one dictionary entry per text (two keys may share a label or a tool):
         # Parquet writes a dictionary with repeated entries as plain text
         names = list(dict.fromkeys(label for label, _ in labels))
         tool_names = list(dict.fromkeys(tool for _, tool in labels))
-        name_of = np.array([names.index(label) for label, _ in labels], np.int64)
-        tool_of = np.array([tool_names.index(tool) for _, tool in labels], np.int64)
+        name_of = np.zeros(int(present[-1]) + 1 if present.size else 1, np.int32)
+        tool_of = name_of.copy()
+        name_of[present] = [names.index(label) for label, _ in labels]
+        tool_of[present] = [tool_names.index(tool) for _, tool in labels]
         productive = bits["productive"]
-        critique_code = np.where(ok, np.where(productive, 0, 1), 2 + np.maximum(error_code, 0))
+        critique_code = np.maximum(error_code, 0).astype(np.int32)
+        critique_code += 2
+        np.copyto(critique_code, 1, where=ok)
+        np.copyto(critique_code, 0, where=ok & productive)
         missing = raw["delta_task"] < 0.999
         offsets = np.zeros(n + 1, np.int32)
         np.cumsum(missing, out=offsets[1:])
-        missing_values = _codes(np.zeros(int(offsets[-1]), np.int32), [MISSING])
+        zeros = np.zeros(max(n, int(offsets[-1])), np.int32)  # the codes of one-text columns
+        missing_values = _codes(zeros[: offsets[-1]], [MISSING])
         give_up = bits["give_up"]
-        signal = raw["signal"].astype(np.int32)
         progress = np.asarray(raw["progress"], np.float64)
-        latency = np.where(valid, raw["latency"], 0.0)
+        latency = raw["latency"]
+        np.copyto(latency, 0.0, where=invalid)
+        ones = np.ones(n, np.int32)
+        plan_id = raw["replans"] + ones  # a new plan with each REPLAN
         return {
             "episode": pa.array(episode),
-            "agent": _text(["simulated"], n),
-            "controller": _text([spec.controller_list()[controller].name], n),
+            "agent": _one(zeros[:n], "simulated"),
+            "controller": _one(zeros[:n], spec.controller_list()[controller].name),
             "step": pa.array(raw["step"]),
             "time": pa.array(np.asarray(raw["time"], np.float64)),
             "visible_progress": pa.array(np.asarray(raw["visible_progress"], np.float64)),
-            "plan_id": pa.array(raw["replans"] + 1),  # a new plan with each REPLAN
+            "plan_id": pa.array(plan_id),
             "plan_quality": pa.array(np.asarray(raw["plan_quality"], np.float64)),
             "effective_quality": pa.array(np.asarray(raw["effective_quality"], np.float64)),
-            "action": _codes(name_of[action_codes] if n else action_codes, names, invalid),
-            "tool": _codes(tool_of[action_codes] if n else action_codes, tool_names, invalid),
+            "action": _codes(name_of[key], names, invalid),
+            "tool": _codes(tool_of[key], tool_names, invalid),
             "expert": pa.array(bits["expert"] & valid),
             "ok": pa.array(ok),
             "latency": pa.array(np.asarray(latency, np.float64)),
@@ -400,7 +382,7 @@ class StepRecorder:
                     "failed: rejected",
                 ],
             ),
-            "signal": _codes(signal, list(SIGNALS)),
+            "signal": _codes(raw["signal"], list(SIGNALS)),
             "give_up": pa.array(give_up),
             "progress": pa.array(progress),
             "complete": pa.array(progress >= 1.0),
@@ -410,6 +392,6 @@ class StepRecorder:
             "replans": pa.array(raw["replans"]),
             "tokens": pa.array(raw["tokens"]),
             "context_tokens": pa.array(raw["context_tokens"]),
-            "error": _codes(np.zeros(n, np.int32), ["invalid_format"], valid),
-            "attempt": pa.array(np.ones(n, np.int32)),
+            "error": _codes(zeros[:n], ["invalid_format"], valid),
+            "attempt": pa.array(ones),
         }
