@@ -280,8 +280,7 @@ class _Engine:
         world.sync(s.now, a, rng)
         expert = u[2] < self._effective_quality()
         action = world.act(expert, self.draws.pick(s.ids, t), a & ~expert)
-        # the action's name for the step rows, read before the call changes the world (unused
-        # without a recorder)
+        # the action's name for the step rows, read before the call changes the world
         key = world.action_key(action) if self.record is not None else s.ids
         # the tool call (SimTask.execute): latency, timeout, failure, effect
         valid = a & ~invalid
