@@ -34,7 +34,7 @@ import numpy as np
 
 from environments.research_qa import TOPICS, ResearchQA, ResearchQAParams
 from environments.research_qa_steps import ANSWER, FETCH, REPEAT, SEARCH, ResearchQANames
-from environments.research_qa_timing import ResearchQAWrappers, first_column
+from environments.research_qa_timing import ResearchQAWrappers, first_column, row_min, row_sum
 from opar_sim.core.twin import (
     Action,
     TwinUnsupported,
@@ -297,8 +297,8 @@ class ResearchQABatch(ResearchQANames, ResearchQAWrappers):
         new = rows[fresh]
         if new.size:
             noise = self._noise(new)
-            on = (self.topic[new] == topic[fresh, None]) & (topic[fresh, None] >= 0)
-            noise = np.multiply(noise, p.rank_noise)
+            on = (self.topic.take(new, axis=0) == topic[fresh, None]) & (topic[fresh, None] >= 0)
+            noise *= p.rank_noise
             noise += on  # on + rank_noise × noise
             self.last_score[new] = noise
             self.searched[new] = True
@@ -316,7 +316,7 @@ class ResearchQABatch(ResearchQANames, ResearchQAWrappers):
         old = rank.take(cells)
         best = np.where(shown, np.minimum(old, places), old)
         rank.put(cells, best)
-        tokens[rows] = 12 + 14 * shown.sum(axis=1)
+        tokens[rows] = 12 + 14 * row_sum(shown)
         useless = self.useless_doc.reshape(-1).take(cells)
         readable = shown & ~useless & ~self.fetched.reshape(-1).take(cells)
         key = np.where(readable, best * self.d + order, UNSEEN)  # a shown key only falls
@@ -327,7 +327,7 @@ class ResearchQABatch(ResearchQANames, ResearchQAWrappers):
             least.put(at[:, j], np.minimum(least.take(at[:, j]), key[:, j]))
         fresh_useless = shown & useless
         if fresh_useless.any():  # the first seen useless document: the least id seen so far
-            ids = np.where(fresh_useless, order, self.d).min(axis=1)
+            ids = row_min(np.where(fresh_useless, order, self.d))
             was = self.useless_first[rows]
             self.useless_first[rows] = np.where(
                 ids < self.d, np.where(was >= 0, np.minimum(was, ids), ids), was
@@ -340,8 +340,9 @@ class ResearchQABatch(ResearchQANames, ResearchQAWrappers):
         ``least_columns`` unless the scores tie by design (no noise) or could reach ``GONE``.
         """
         count = self.params.results_per_search
-        keys = np.negative(self.last_score[rows])
-        gone = self.vanished[rows]
+        keys = self.last_score.take(rows, axis=0)
+        np.negative(keys, out=keys)
+        gone = self.vanished.take(rows, axis=0)
         if not 0.0 < self.params.rank_noise < 1e250:
             return stable_columns(keys, gone, count)
         keys += gone * GONE  # exactly GONE where gone (a score is far below its spacing)
@@ -400,8 +401,8 @@ class ResearchQABatch(ResearchQANames, ResearchQAWrappers):
         hit = np.flatnonzero(least.take(at) == was)
         if hit.size:
             rows, topic = rows[hit], topic[hit]
-            same = self.topic[rows] == topic[:, None]
-            least.put(at[hit], np.where(same, self.key[rows], UNSEEN).min(axis=1))
+            same = self.topic.take(rows, axis=0) == topic[:, None]
+            least.put(at[hit], row_min(np.where(same, self.key.take(rows, axis=0), UNSEEN)))
 
     def _disturb(self, rows: np.ndarray, rng: np.random.Generator) -> None:
         """``ResearchQA.disturb``: a document vanishes, unless a topic would lose its answer."""
@@ -411,9 +412,11 @@ class ResearchQABatch(ResearchQANames, ResearchQAWrappers):
         guarded = np.flatnonzero(free & (topic >= 0) & self.supports.reshape(-1).take(cell))
         if guarded.size:  # would the topic keep more supporting documents than contradicting?
             some = rows[guarded]
-            same = self.topic[some] == topic[guarded, None]
-            supports = self.supports[some]
-            alive = same & supports & (~self.vanished[some] | self.fetched[some])
+            same = self.topic.take(some, axis=0) == topic[guarded, None]
+            supports = self.supports.take(some, axis=0)
+            alive = ~self.vanished.take(some, axis=0)
+            alive |= self.fetched.take(some, axis=0)
+            alive &= same & supports
             against = same & ~supports
             keep = alive.sum(axis=1) - 1 <= against.sum(axis=1)
             free[guarded[keep]] = False

@@ -31,6 +31,14 @@ def row_min(a: np.ndarray) -> np.ndarray:
     return out
 
 
+def row_sum(a: np.ndarray) -> np.ndarray:
+    """``a.sum(axis=1)`` of a 2-D boolean array with few columns, one column at a time."""
+    out = a[:, 0].astype(np.int64)
+    for j in range(1, a.shape[1]):
+        out += a[:, j]
+    return out
+
+
 def first_column(hit: np.ndarray) -> np.ndarray:
     """``np.argmax(hit, axis=1)`` of a boolean 2-D array with few columns (0 where none)."""
     out = np.zeros(hit.shape[0], np.intp)
@@ -122,7 +130,7 @@ class ResearchQAWrappers(SimTaskTwin):
         self._now = done <= lp.timeout  # returns within the wrapper's timeout
         late = np.flatnonzero(mask & ~self._now)
         if late.size:  # abandoned: lands later, in a free slot (the earliest is forced out)
-            free = np.isinf(self.pending[late])
+            free = np.isinf(self.pending.take(late, axis=0))
             slot = first_column(free)
             full = ~free[np.arange(late.size), slot]
             if full.any():
@@ -180,7 +188,7 @@ class ResearchQAWrappers(SimTaskTwin):
         if due.size and self._ok.shape[0] != self.n:
             self._ok, self._tokens = np.zeros(self.n, bool), np.zeros(self.n, np.int64)
         while due.size:
-            pending = self.pending[due]
+            pending = self.pending.take(due, axis=0)
             landing = row_min(pending)
             lands = landing <= self.next_change[due]
             if lands.any():

@@ -322,4 +322,4 @@ def take_rows(obj: Any, keep: np.ndarray, n: int) -> None:
     """
     for name, value in vars(obj).items():
         if isinstance(value, np.ndarray) and value.ndim >= 1 and value.shape[0] == n:
-            setattr(obj, name, value[keep])
+            setattr(obj, name, value.take(keep, axis=0))
