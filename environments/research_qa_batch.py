@@ -180,6 +180,7 @@ class ResearchQABatch(ResearchQANames, ResearchQAWrappers):
         self.useless_first = np.full(n, -1, np.int32)  # the first seen useless document
         self.support = np.zeros((n, k), np.int16)
         self.contra = np.zeros((n, k), np.int16)
+        self.short = np.zeros(n, np.intp)  # the first topic not held right (0 when none)
         self.last_score = np.zeros((n, d))
         self.searched = np.zeros(n, bool)  # a last query exists
         # the step rows' names of a search: fresh queries run per topic (the scalar task's
@@ -223,7 +224,7 @@ class ResearchQABatch(ResearchQANames, ResearchQAWrappers):
         Returns:
             Tool codes and their argument: a fresh search's topic or the document to fetch.
         """
-        first = first_column(self.support <= self.contra)
+        first = self.short
         key = self.topic_key.reshape(-1).take(np.arange(0, self.n * self.k, self.k) + first)
         has = key != UNSEEN
         done = np.asarray(self.right_n == self.k)
@@ -341,14 +342,16 @@ class ResearchQABatch(ResearchQANames, ResearchQAWrappers):
         """
         count = self.params.results_per_search
         keys = self.last_score.take(rows, axis=0)
-        np.negative(keys, out=keys)
-        gone = self.vanished.take(rows, axis=0)
         if not 0.0 < self.params.rank_noise < 1e250:
-            return stable_columns(keys, gone, count)
-        keys += gone * GONE  # exactly GONE where gone (a score is far below its spacing)
+            return stable_columns(np.negative(keys, out=keys), self.vanished[rows], count)
+        np.subtract(0.0, keys, out=keys)  # -score, and no -0.0
+        gone = self.vanished.take(rows, axis=0)
+        if gone.any():
+            keys[gone] = GONE
         order, bad = least_columns(keys, count, GONE)
         if bad.size:
-            order[bad] = stable_columns(np.negative(self.last_score[rows[bad]]), gone[bad], count)
+            keys = np.negative(self.last_score[rows[bad]])
+            order[bad] = stable_columns(keys, self.vanished[rows[bad]], count)
         return order
 
     def _noise(self, rows: np.ndarray) -> np.ndarray:
@@ -382,6 +385,9 @@ class ResearchQABatch(ResearchQANames, ResearchQAWrappers):
         contra.put(at, c1)
         self.held_n[rows] += (s1 != c1).astype(np.int16) - (s0 != c0)
         self.right_n[rows] += (s1 > c1).astype(np.int16) - (s0 > c0)
+        self.short[rows] = first_column(
+            self.support.take(rows, axis=0) <= self.contra.take(rows, axis=0)
+        )
 
     def _drop_keys(self, rows: np.ndarray, cell: np.ndarray) -> None:
         """The documents at flat ``cell`` of ``rows`` are no longer readable: their keys go.
