@@ -316,16 +316,16 @@ class ResearchQABatch(ResearchQANames, ResearchQAWrappers):
         rank = self.rank.reshape(-1)
         old = rank.take(cells)
         best = np.where(shown, np.minimum(old, places), old)
-        rank.put(cells, best)
+        rank[cells.reshape(-1)] = best.reshape(-1)
         tokens[rows] = 12 + 14 * row_sum(shown)
         useless = self.useless_doc.reshape(-1).take(cells)
         readable = shown & ~useless & ~self.fetched.reshape(-1).take(cells)
-        key = np.where(readable, best * self.d + order, UNSEEN)  # a shown key only falls
-        self.key.reshape(-1).put(cells, key)
+        key = np.where(readable, best * self.d + order.astype(np.int32), UNSEEN)  # only falls
+        self.key.reshape(-1)[cells.reshape(-1)] = key.reshape(-1)
         at = (rows * self.k)[:, None] + np.maximum(self.topic.reshape(-1).take(cells), 0)
         least = self.topic_key.reshape(-1)
         for j in range(cells.shape[1]):  # a row once per column: no clashing writes
-            least.put(at[:, j], np.minimum(least.take(at[:, j]), key[:, j]))
+            least[at[:, j]] = np.minimum(least.take(at[:, j]), key[:, j])
         fresh_useless = shown & useless
         if fresh_useless.any():  # the first seen useless document: the least id seen so far
             ids = row_min(np.where(fresh_useless, order, self.d))
@@ -372,7 +372,7 @@ class ResearchQABatch(ResearchQANames, ResearchQAWrappers):
         topic = self.topic.reshape(-1).take(cell)
         first = (topic >= 0) & ~self.fetched.reshape(-1).take(cell)
         rows, cell, topic = rows[first], cell[first], topic[first]
-        self.fetched.reshape(-1).put(cell, True)
+        self.fetched.reshape(-1)[cell] = True
         self._drop_keys(rows, cell)
         # one fetch per row (no repeats): the counts and the held and right topics change
         # in the fetched topic only
@@ -381,8 +381,8 @@ class ResearchQABatch(ResearchQANames, ResearchQAWrappers):
         s0, c0 = support.take(at), contra.take(at)
         supports = self.supports.reshape(-1).take(cell)
         s1, c1 = s0 + supports, c0 + ~supports
-        support.put(at, s1)
-        contra.put(at, c1)
+        support[at] = s1
+        contra[at] = c1
         self.held_n[rows] += (s1 != c1).astype(np.int16) - (s0 != c0)
         self.right_n[rows] += (s1 > c1).astype(np.int16) - (s0 > c0)
         self.short[rows] = first_column(
@@ -396,7 +396,7 @@ class ResearchQABatch(ResearchQANames, ResearchQAWrappers):
         """
         key = self.key.reshape(-1)
         was = key.take(cell)
-        key.put(cell, UNSEEN)
+        key[cell] = UNSEEN
         live = np.flatnonzero(was != UNSEEN)
         if not live.size:
             return
@@ -408,7 +408,7 @@ class ResearchQABatch(ResearchQANames, ResearchQAWrappers):
         if hit.size:
             rows, topic = rows[hit], topic[hit]
             same = self.topic.take(rows, axis=0) == topic[:, None]
-            least.put(at[hit], row_min(np.where(same, self.key.take(rows, axis=0), UNSEEN)))
+            least[at[hit]] = row_min(np.where(same, self.key.take(rows, axis=0), UNSEEN))
 
     def _disturb(self, rows: np.ndarray, rng: np.random.Generator) -> None:
         """``ResearchQA.disturb``: a document vanishes, unless a topic would lose its answer."""
@@ -427,7 +427,7 @@ class ResearchQABatch(ResearchQANames, ResearchQAWrappers):
             keep = alive.sum(axis=1) - 1 <= against.sum(axis=1)
             free[guarded[keep]] = False
         rows, cell = rows[free], cell[free]
-        self.vanished.reshape(-1).put(cell, True)
+        self.vanished.reshape(-1)[cell] = True
         self._drop_keys(rows, cell)
 
     def take(self, keep: np.ndarray) -> None:

@@ -138,11 +138,11 @@ class ResearchQAWrappers(SimTaskTwin):
             tool, arg = action
             cells = late * SLOTS + slot
             lands = now[late] + done[late]
-            self.pending.reshape(-1).put(cells, lands)
+            self.pending.reshape(-1)[cells] = lands
             self.next_event[late] = np.minimum(self.next_event[late], lands)
-            self.pending_tool.reshape(-1).put(cells, tool[late])
-            self.pending_arg.reshape(-1).put(cells, arg[late])
-            self.pending_deliver.reshape(-1).put(cells, self._deliver[late])
+            self.pending_tool.reshape(-1)[cells] = tool[late]
+            self.pending_arg.reshape(-1)[cells] = arg[late]
+            self.pending_deliver.reshape(-1)[cells] = self._deliver[late]
         return np.asarray(np.minimum(done, lp.timeout))
 
     def finish_call(
@@ -163,7 +163,7 @@ class ResearchQAWrappers(SimTaskTwin):
     def _after_rows(self, rows: np.ndarray, rng: np.random.Generator) -> None:
         if self.delay:
             head = self.head[rows]
-            self.queue.reshape(-1).put(rows * (self.delay + 1) + head, self._inner_visible(rows))
+            self.queue.reshape(-1)[rows * (self.delay + 1) + head] = self._inner_visible(rows)
             head += 1
             head[head > self.delay] = 0
             self.head[rows] = head
@@ -176,7 +176,7 @@ class ResearchQAWrappers(SimTaskTwin):
         deliver = self.pending_deliver.reshape(-1).take(cells)
         tool = self.pending_tool.reshape(-1).take(cells)
         arg = self.pending_arg.reshape(-1).take(cells)
-        self.pending.reshape(-1).put(cells, np.inf)
+        self.pending.reshape(-1)[cells] = np.inf
         self._rng = rng
         landed = rows[deliver]
         self._apply_rows(landed, tool[deliver], arg[deliver], self._ok, self._tokens)
