@@ -48,7 +48,9 @@ ORDER = ("delay", "noise", "latency", "disturbance")  # the wrappers modelled, i
 GONE = 1e300  # a vanished document's sort key in a search: after every shown one
 
 
-def least_columns(keys: np.ndarray, count: int, same: float) -> tuple[np.ndarray, np.ndarray]:
+def least_columns(
+    keys: np.ndarray, count: int, same: float | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """The columns of each row's ``count`` least keys, least first, by one float sort.
 
     Each key's low mantissa bits give way to its column, so ``np.sort`` (several times
@@ -59,7 +61,7 @@ def least_columns(keys: np.ndarray, count: int, same: float) -> tuple[np.ndarray
     Args:
         keys: Finite floats, no -0.0, one row per episode; overwritten.
         count: How many columns to return per row.
-        same: A non-negative key whose ties stand in column order.
+        same: A positive key whose ties stand in column order (None: no such key).
 
     Returns:
         (columns (int64), the rows where two of the first ``count + 1`` keys tie).
@@ -70,9 +72,10 @@ def least_columns(keys: np.ndarray, count: int, same: float) -> tuple[np.ndarray
     bits |= np.arange(keys.shape[1])
     keys.sort(axis=1)
     head = bits[:, : count + 1]
-    trunc = head & ~low
-    tie = trunc[:, 1:] == trunc[:, :-1]
-    tie &= trunc[:, :-1] != (np.array(same).view(np.int64) & ~low)
+    # neighbours tie once truncated where their bits differ in the low ones only
+    tie = (head[:, 1:] ^ head[:, :-1]).view(np.uint64) <= low
+    if same is not None:
+        tie &= (head[:, :-1] & ~low) != (np.array(same).view(np.int64) & ~low)
     bad = np.flatnonzero(tie.any(axis=1)) if tie.any() else np.zeros(0, np.intp)
     return head[:, :count] & low, bad
 
@@ -346,9 +349,10 @@ class ResearchQABatch(ResearchQANames, ResearchQAWrappers):
             return stable_columns(np.negative(keys, out=keys), self.vanished[rows], count)
         np.subtract(0.0, keys, out=keys)  # -score, and no -0.0
         gone = self.vanished.take(rows, axis=0)
-        if gone.any():
+        some = gone.any()
+        if some:
             keys[gone] = GONE
-        order, bad = least_columns(keys, count, GONE)
+        order, bad = least_columns(keys, count, GONE if some else None)
         if bad.size:
             keys = np.negative(self.last_score[rows[bad]])
             order[bad] = stable_columns(keys, self.vanished[rows[bad]], count)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import zlib
 
 import numpy as np
+import pytest
 import simpy
 
 from environments import research_qa_batch as rq
@@ -131,3 +132,39 @@ def test_twin_matches_the_wrapped_scalar_task_action_by_action() -> None:
             assert visible[i] == task.observe().visible_progress, where
             assert answers[i] == task.answer(), where
     assert tools == {rq.SEARCH, rq.REPEAT, rq.FETCH, rq.ANSWER}
+
+
+def stable_ranking(score: np.ndarray, gone: np.ndarray, count: int) -> np.ndarray:
+    """The reference: a stable argsort of the negated scores, vanished documents last."""
+    return np.argsort(-np.where(gone, -np.inf, score), axis=1, kind="stable")[:, :count]
+
+
+@pytest.mark.parametrize(("docs", "count"), [(16, 4), (5, 8), (40, 7)])
+def test_a_search_lists_what_a_stable_argsort_lists_even_where_scores_tie(docs, count) -> None:
+    rng = np.random.default_rng(docs)
+    world = rq.ResearchQABatch(ResearchQAParams(n_docs=docs, results_per_search=count))
+    world.reset(600, rng)
+    score = rng.standard_normal((600, docs))
+    # ties the float sort cannot tell apart: one ulp, exact, zeros of both signs
+    score[::3, 1] = np.nextafter(score[::3, 0], np.inf)
+    score[1::5, 2] = score[1::5, 3]
+    score[2::7, :3] = 0.0
+    score[2::7, 3] = -0.0
+    gone = rng.random((600, docs)) < 0.2
+    gone[::11] = True
+    world.last_score, world.vanished = score, gone
+    rows = np.flatnonzero(rng.random(600) < 0.7)
+    assert np.array_equal(world._ranked(rows), stable_ranking(score[rows], gone[rows], count))
+    world.vanished = np.zeros_like(gone)  # and with nothing vanished
+    assert np.array_equal(
+        world._ranked(rows), stable_ranking(score[rows], gone[rows] & False, count)
+    )
+
+
+def test_the_float_sort_hands_back_the_rows_whose_scores_tie() -> None:
+    keys = np.array([[3.0, 1.0, 2.0, 0.5], [1.0, np.nextafter(1.0, 2.0), 5.0, 6.0]])
+    columns, bad = rq.least_columns(keys.copy(), 2)
+    assert columns[0].tolist() == [3, 1] and bad.tolist() == [1]
+    gone = np.array([[rq.GONE, rq.GONE, 0.25, rq.GONE]])  # ties of ``same`` stand in order
+    columns, bad = rq.least_columns(gone.copy(), 3, rq.GONE)
+    assert columns.tolist() == [[2, 0, 1]] and bad.size == 0
