@@ -186,6 +186,8 @@ class ResearchQABatch(ResearchQANames, ResearchQAWrappers):
         self.short = np.zeros(n, np.intp)  # the first topic not held right (0 when none)
         self.last_score = np.zeros((n, d))
         self.searched = np.zeros(n, bool)  # a last query exists
+        self.stale = np.ones(n, bool)  # a document vanished since the last search (or none ran)
+        self.last_tokens = np.zeros(n, np.int32)  # the last search's result tokens
         # the step rows' names of a search: fresh queries run per topic (the scalar task's
         # "topic", "topic 2", ...), and the last query's topic (-1: "go gc") and number
         self.queries = np.zeros((n, self.k), np.int16)
@@ -296,7 +298,12 @@ class ResearchQABatch(ResearchQANames, ResearchQAWrappers):
     def _search(
         self, rows: np.ndarray, fresh: np.ndarray, topic: np.ndarray, tokens: np.ndarray
     ) -> None:
-        """A fresh query ranks with new noise; a repeat reuses the last query's scores."""
+        """A fresh query ranks with new noise; a repeat reuses the last query's scores.
+
+        A repeat in a row where no document vanished since its last search lists the
+        same documents again: it changes nothing (ranks and keys only fall, and they fell
+        then) and returns as many tokens as that search did.
+        """
         p = self.params
         new = rows[fresh]
         if new.size:
@@ -312,6 +319,12 @@ class ResearchQABatch(ResearchQANames, ResearchQAWrappers):
             self.last_number[new] = 0
             self.last_number[named] = self.queries[named, t[t >= 0]]
             self.queries[named, t[t >= 0]] += 1
+        again = ~fresh & ~self.stale[rows]
+        if again.any():
+            tokens[rows[again]] = self.last_tokens[rows[again]]
+            rows = rows[~again]
+            if not rows.size:
+                return
         order = self._ranked(rows)
         cells = (rows * self.d)[:, None] + order  # flat cells: one take each
         shown = ~self.vanished.reshape(-1).take(cells)
@@ -320,7 +333,10 @@ class ResearchQABatch(ResearchQANames, ResearchQAWrappers):
         old = rank.take(cells)
         best = np.where(shown, np.minimum(old, places), old)
         rank[cells.reshape(-1)] = best.reshape(-1)
-        tokens[rows] = 12 + 14 * row_sum(shown)
+        listed = 12 + 14 * row_sum(shown)
+        tokens[rows] = listed
+        self.last_tokens[rows] = listed
+        self.stale[rows] = False
         useless = self.useless_doc.reshape(-1).take(cells)
         readable = shown & ~useless & ~self.fetched.reshape(-1).take(cells)
         key = np.where(readable, best * self.d + order.astype(np.int32), UNSEEN)  # only falls
@@ -432,6 +448,7 @@ class ResearchQABatch(ResearchQANames, ResearchQAWrappers):
             free[guarded[keep]] = False
         rows, cell = rows[free], cell[free]
         self.vanished.reshape(-1)[cell] = True
+        self.stale[rows] = True
         self._drop_keys(rows, cell)
 
     def take(self, keep: np.ndarray) -> None:
