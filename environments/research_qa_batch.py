@@ -184,7 +184,8 @@ class ResearchQABatch(ResearchQANames, ResearchQAWrappers):
         self.support = np.zeros((n, k), np.int16)
         self.contra = np.zeros((n, k), np.int16)
         self.short = np.zeros(n, np.intp)  # the first topic not held right (0 when none)
-        self.last_score = np.zeros((n, d))
+        # the last fresh search's whole ranking (vanished documents last) per row
+        self.order = np.zeros((n, d), np.int8 if d < 128 else np.int16)
         self.searched = np.zeros(n, bool)  # a last query exists
         self.stale = np.ones(n, bool)  # a document vanished since the last search (or none ran)
         self.last_tokens = np.zeros(n, np.int32)  # the last search's result tokens
@@ -298,7 +299,7 @@ class ResearchQABatch(ResearchQANames, ResearchQAWrappers):
     def _search(
         self, rows: np.ndarray, fresh: np.ndarray, topic: np.ndarray, tokens: np.ndarray
     ) -> None:
-        """A fresh query ranks with new noise; a repeat reuses the last query's scores.
+        """A fresh query ranks with new noise; a repeat reuses the last query's ranking.
 
         A repeat in a row where no document vanished since its last search lists the
         same documents again: it changes nothing (ranks and keys only fall, and they fell
@@ -307,11 +308,10 @@ class ResearchQABatch(ResearchQANames, ResearchQAWrappers):
         p = self.params
         new = rows[fresh]
         if new.size:
-            noise = self._noise(new)
+            score = self._noise(new)
             on = (self.topic.take(new, axis=0) == topic[fresh, None]) & (topic[fresh, None] >= 0)
-            noise *= p.rank_noise
-            noise += on  # on + rank_noise × noise
-            self.last_score[new] = noise
+            score *= p.rank_noise
+            score += on  # on + rank_noise × noise
             self.searched[new] = True
             t = topic[fresh]
             named = new[t >= 0]
@@ -322,10 +322,16 @@ class ResearchQABatch(ResearchQANames, ResearchQAWrappers):
         again = ~fresh & ~self.stale[rows]
         if again.any():
             tokens[rows[again]] = self.last_tokens[rows[again]]
-            rows = rows[~again]
+            rows, fresh = rows[~again], fresh[~again]
             if not rows.size:
                 return
-        order = self._ranked(rows)
+        if new.size == rows.size:
+            order = self._rank(new, score)
+        else:
+            order = np.empty((rows.size, min(self.d, p.results_per_search)), np.int64)
+            if new.size:
+                order[fresh] = self._rank(new, score)
+            order[~fresh] = self._rerank(rows[~fresh])
         cells = (rows * self.d)[:, None] + order  # flat cells: one take each
         shown = ~self.vanished.reshape(-1).take(cells)
         places = np.arange(cells.shape[1], dtype=np.int32)[None, :]
@@ -353,26 +359,37 @@ class ResearchQABatch(ResearchQANames, ResearchQAWrappers):
                 ids < self.d, np.where(was >= 0, np.minimum(was, ids), ids), was
             )
 
-    def _ranked(self, rows: np.ndarray) -> np.ndarray:
-        """The documents a search in ``rows`` lists, best score first and vanished ones last.
+    def _rank(self, rows: np.ndarray, score: np.ndarray) -> np.ndarray:
+        """The documents fresh searches in ``rows`` list, by ``score``; keeps the full order.
 
-        ``np.argsort(-score, kind="stable")`` with vanished documents at -inf; by
-        ``least_columns`` unless the scores tie by design (no noise) or could reach ``GONE``.
+        ``np.argsort(-score, kind="stable")`` with vanished documents at -inf (by
+        ``least_columns`` unless the scores tie by design, with no noise, or could reach
+        ``GONE``); each row's whole order is kept for its repeats (``_rerank``).
         """
-        count = self.params.results_per_search
-        keys = self.last_score.take(rows, axis=0)
-        if not 0.0 < self.params.rank_noise < 1e250:
-            return stable_columns(np.negative(keys, out=keys), self.vanished[rows], count)
-        np.subtract(0.0, keys, out=keys)  # -score, and no -0.0
+        d, count = self.d, self.params.results_per_search
         gone = self.vanished.take(rows, axis=0)
-        some = gone.any()
-        if some:
-            keys[gone] = GONE
-        order, bad = least_columns(keys, count, GONE if some else None)
-        if bad.size:
-            keys = np.negative(self.last_score[rows[bad]])
-            order[bad] = stable_columns(keys, self.vanished[rows[bad]], count)
-        return order
+        if 0.0 < self.params.rank_noise < 1e250:
+            keys = np.subtract(0.0, score)  # -score, and no -0.0
+            some = gone.any()
+            if some:
+                keys[gone] = GONE
+            full, bad = least_columns(keys, d, GONE if some else None)
+            if bad.size:
+                full[bad] = stable_columns(np.negative(score[bad]), gone[bad], d)
+        else:
+            full = stable_columns(np.negative(score), gone, d)
+        self.order[rows] = full
+        return full[:, :count]
+
+    def _rerank(self, rows: np.ndarray) -> np.ndarray:
+        """What repeats in ``rows`` list: the last fresh order, less the documents now gone.
+
+        The vanished documents come last, in no particular order (a search shows none).
+        """
+        order = self.order.take(rows, axis=0)
+        gone = self.vanished.reshape(-1).take((rows * self.d)[:, None] + order)
+        first = np.argsort(gone, axis=1, kind="stable")[:, : self.params.results_per_search]
+        return np.take_along_axis(order, first, axis=1).astype(np.int64)
 
     def _noise(self, rows: np.ndarray) -> np.ndarray:
         """The ranking noise of a fresh query in each of ``rows`` (standard normals per doc)."""
