@@ -386,10 +386,15 @@ class ResearchQABatch(ResearchQANames, ResearchQAWrappers):
 
         The vanished documents come last, in no particular order (a search shows none).
         """
+        count = min(self.d, self.params.results_per_search)
         order = self.order.take(rows, axis=0)
         gone = self.vanished.reshape(-1).take((rows * self.d)[:, None] + order)
-        first = np.argsort(gone, axis=1, kind="stable")[:, : self.params.results_per_search]
-        return np.take_along_axis(order, first, axis=1).astype(np.int64)
+        listed = order[:, :count].astype(np.int64)
+        moved = np.flatnonzero(gone[:, :count].any(axis=1))  # a listed document went
+        if moved.size:
+            first = np.argsort(gone[moved], axis=1, kind="stable")[:, :count]
+            listed[moved] = np.take_along_axis(order[moved], first, axis=1)
+        return listed
 
     def _noise(self, rows: np.ndarray) -> np.ndarray:
         """The ranking noise of a fresh query in each of ``rows`` (standard normals per doc)."""
