@@ -157,11 +157,12 @@ class ResearchQABatch(ResearchQANames, ResearchQAWrappers):
         off[:, :k] = False
         contra = rng.random((n, d)) < p.contradiction_rate
         contra[:, :k] = False
-        topic[off] = -1
+        np.subtract(topic, (topic + 1) * off, out=topic)  # -1 where off the question
         supports = ~contra
-        vote = supports.astype(np.int8) * 2 - 1  # +1 supporting, -1 contradicting
+        # +1 supporting, -1 contradicting; summed per row by einsum, in this type
+        vote = supports.astype(np.int8 if d < 128 else np.int16) * 2 - 1
         for t in range(k):  # more supporting than contradicting documents per topic
-            rows = np.flatnonzero(((topic == t) * vote).sum(axis=1) <= 0)
+            rows = np.flatnonzero(np.einsum("ij->i", (topic == t) * vote) <= 0)
             while rows.size:  # a short row: its first contradicting document supports
                 on = topic[rows] == t
                 supports[rows, np.argmax(on & ~supports[rows], axis=1)] = True
