@@ -453,27 +453,6 @@ class ResearchQABatch(ResearchQANames, ResearchQAWrappers):
             same = self.topic.take(rows, axis=0) == topic[:, None]
             least[at[hit]] = row_min(np.where(same, self.key.take(rows, axis=0), UNSEEN))
 
-    def _disturb(self, rows: np.ndarray, rng: np.random.Generator) -> None:
-        """``ResearchQA.disturb``: a document vanishes, unless a topic would lose its answer."""
-        cell = rows * self.d + rng.integers(0, self.d, rows.size)
-        topic = self.topic.reshape(-1).take(cell)
-        free = ~self.vanished.reshape(-1).take(cell) & ~self.fetched.reshape(-1).take(cell)
-        guarded = np.flatnonzero(free & (topic >= 0) & self.supports.reshape(-1).take(cell))
-        if guarded.size:  # would the topic keep more supporting documents than contradicting?
-            some = rows[guarded]
-            same = self.topic.take(some, axis=0) == topic[guarded, None]
-            supports = self.supports.take(some, axis=0)
-            alive = ~self.vanished.take(some, axis=0)
-            alive |= self.fetched.take(some, axis=0)
-            alive &= same & supports
-            against = same & ~supports
-            keep = alive.sum(axis=1) - 1 <= against.sum(axis=1)
-            free[guarded[keep]] = False
-        rows, cell = rows[free], cell[free]
-        self.vanished.reshape(-1)[cell] = True
-        self.stale[rows] = True
-        self._drop_keys(rows, cell)
-
     def take(self, keep: np.ndarray) -> None:
         """Keep only the rows ``keep`` (the engine drops finished episodes).
 

@@ -5,8 +5,8 @@
 row, the one shown at ``head``), ``noise`` (Gaussian noise on visible progress, drawn
 again after every call), ``latency`` (a Lomax delay before the call and a timeout; an
 abandoned call still lands later, in one of ``SLOTS`` per row) and ``disturbance`` (a
-Poisson process of vanishing documents).  Landings and disturbances are applied in time
-order whenever a row's world is read (``sync``).
+Poisson process of vanishing documents, ``_disturb``).  Landings and disturbances are
+applied in time order whenever a row's world is read (``sync``).
 
 The per-row minima and first matches over the few slots run column by column: a
 reduction along a short last axis costs a call per row, a column operation one per slot.
@@ -56,6 +56,12 @@ class ResearchQAWrappers(SimTaskTwin):
     sigma: float
     latency: Any
     rate: float
+    d: int
+    topic: np.ndarray
+    supports: np.ndarray
+    vanished: np.ndarray
+    fetched: np.ndarray
+    stale: np.ndarray
     answered_held: np.ndarray
     held_n: np.ndarray
     _rng: np.random.Generator
@@ -70,8 +76,29 @@ class ResearchQAWrappers(SimTaskTwin):
     ) -> None:
         raise NotImplementedError
 
-    def _disturb(self, rows: np.ndarray, rng: np.random.Generator) -> None:
+    def _drop_keys(self, rows: np.ndarray, cell: np.ndarray) -> None:
         raise NotImplementedError
+
+    def _disturb(self, rows: np.ndarray, rng: np.random.Generator) -> None:
+        """``ResearchQA.disturb``: a document vanishes, unless a topic would lose its answer."""
+        cell = rows * self.d + rng.integers(0, self.d, rows.size)
+        topic = self.topic.reshape(-1).take(cell)
+        free = ~self.vanished.reshape(-1).take(cell) & ~self.fetched.reshape(-1).take(cell)
+        guarded = np.flatnonzero(free & (topic >= 0) & self.supports.reshape(-1).take(cell))
+        if guarded.size:  # would the topic keep more supporting documents than contradicting?
+            some = rows[guarded]
+            same = self.topic.take(some, axis=0) == topic[guarded, None]
+            supports = self.supports.take(some, axis=0)
+            alive = ~self.vanished.take(some, axis=0)
+            alive |= self.fetched.take(some, axis=0)
+            alive &= same & supports
+            against = same & ~supports
+            keep = alive.sum(axis=1) - 1 <= against.sum(axis=1)
+            free[guarded[keep]] = False
+        rows, cell = rows[free], cell[free]
+        self.vanished.reshape(-1)[cell] = True
+        self.stale[rows] = True
+        self._drop_keys(rows, cell)
 
     def _reset_wrappers(self, n: int, rng: np.random.Generator) -> None:
         inner = self._inner_visible()
