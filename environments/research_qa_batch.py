@@ -188,7 +188,9 @@ class ResearchQABatch(ResearchQANames, ResearchQAWrappers):
         # the last fresh search's whole ranking (vanished documents last) per row
         self.order = np.zeros((n, d), np.int8 if d < 128 else np.int16)
         self.searched = np.zeros(n, bool)  # a last query exists
-        self.stale = np.ones(n, bool)  # a document vanished since the last search (or none ran)
+        # a document the last search listed vanished since (or none ran), and that list
+        self.stale = np.ones(n, bool)
+        self.listed = np.zeros((n, min(d, p.results_per_search)), self.order.dtype)
         self.last_tokens = np.zeros(n, np.int32)  # the last search's result tokens
         # the step rows' names of a search: fresh queries run per topic (the scalar task's
         # "topic", "topic 2", ...), and the last query's topic (-1: "go gc") and number
@@ -302,9 +304,9 @@ class ResearchQABatch(ResearchQANames, ResearchQAWrappers):
     ) -> None:
         """A fresh query ranks with new noise; a repeat reuses the last query's ranking.
 
-        A repeat in a row where no document vanished since its last search lists the
-        same documents again: it changes nothing (ranks and keys only fall, and they fell
-        then) and returns as many tokens as that search did.
+        A repeat in a row where none of the documents its last search listed vanished
+        since lists them again: it changes nothing (ranks and keys only fall, and they
+        fell then) and returns as many tokens as that search did.
         """
         p = self.params
         new = rows[fresh]
@@ -344,6 +346,7 @@ class ResearchQABatch(ResearchQANames, ResearchQAWrappers):
         tokens[rows] = listed
         self.last_tokens[rows] = listed
         self.stale[rows] = False
+        self.listed[rows] = order
         useless = self.useless_doc.reshape(-1).take(cells)
         readable = shown & ~useless & ~self.fetched.reshape(-1).take(cells)
         key = np.where(readable, best * self.d + order.astype(np.int32), UNSEEN)  # only falls

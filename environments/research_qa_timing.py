@@ -62,6 +62,7 @@ class ResearchQAWrappers(SimTaskTwin):
     vanished: np.ndarray
     fetched: np.ndarray
     stale: np.ndarray
+    listed: np.ndarray
     answered_held: np.ndarray
     held_n: np.ndarray
     _rng: np.random.Generator
@@ -81,7 +82,8 @@ class ResearchQAWrappers(SimTaskTwin):
 
     def _disturb(self, rows: np.ndarray, rng: np.random.Generator) -> None:
         """``ResearchQA.disturb``: a document vanishes, unless a topic would lose its answer."""
-        cell = rows * self.d + rng.integers(0, self.d, rows.size)
+        doc = rng.integers(0, self.d, rows.size)
+        cell = rows * self.d + doc
         topic = self.topic.reshape(-1).take(cell)
         free = ~self.vanished.reshape(-1).take(cell) & ~self.fetched.reshape(-1).take(cell)
         guarded = np.flatnonzero(free & (topic >= 0) & self.supports.reshape(-1).take(cell))
@@ -95,9 +97,9 @@ class ResearchQAWrappers(SimTaskTwin):
             against = same & ~supports
             keep = alive.sum(axis=1) - 1 <= against.sum(axis=1)
             free[guarded[keep]] = False
-        rows, cell = rows[free], cell[free]
+        rows, cell, doc = rows[free], cell[free], doc[free]
         self.vanished.reshape(-1)[cell] = True
-        self.stale[rows] = True
+        self.stale[rows] |= (self.listed.take(rows, axis=0) == doc[:, None]).any(axis=1)
         self._drop_keys(rows, cell)
 
     def _reset_wrappers(self, n: int, rng: np.random.Generator) -> None:
