@@ -204,8 +204,16 @@ class ResearchQABatch(ResearchQANames, ResearchQAWrappers):
         self._reset_wrappers(n, rng)
 
     def _derive(self) -> None:
-        """What the corpus fixes: the documents that are no use (off the question, disputing)."""
+        """What the corpus fixes: the documents that are no use (off the question, disputing).
+
+        And each topic's margin: its supporting documents not vanished (none has yet)
+        less its contradicting ones, vanished or not (``_disturb`` keeps it).
+        """
         self.useless_doc = (self.topic < 0) | ~self.supports
+        vote = self.supports.astype(np.int16) * 2 - 1
+        self.margin = np.stack(
+            [np.einsum("ij->i", (self.topic == t) * vote) for t in range(self.k)], axis=1
+        )
 
     def _right(self) -> np.ndarray:
         return self.right_n

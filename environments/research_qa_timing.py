@@ -63,6 +63,7 @@ class ResearchQAWrappers(SimTaskTwin):
     fetched: np.ndarray
     stale: np.ndarray
     listed: np.ndarray
+    margin: np.ndarray
     answered_held: np.ndarray
     held_n: np.ndarray
     _rng: np.random.Generator
@@ -88,18 +89,18 @@ class ResearchQAWrappers(SimTaskTwin):
         free = ~self.vanished.reshape(-1).take(cell) & ~self.fetched.reshape(-1).take(cell)
         guarded = np.flatnonzero(free & (topic >= 0) & self.supports.reshape(-1).take(cell))
         if guarded.size:  # would the topic keep more supporting documents than contradicting?
-            some = rows[guarded]
-            same = self.topic.take(some, axis=0) == topic[guarded, None]
-            supports = self.supports.take(some, axis=0)
-            alive = ~self.vanished.take(some, axis=0)
-            alive |= self.fetched.take(some, axis=0)
-            alive &= same & supports
-            against = same & ~supports
-            keep = alive.sum(axis=1) - 1 <= against.sum(axis=1)
+            at = rows[guarded] * self.k + topic[guarded]
+            margin = self.margin.reshape(-1)
+            keep = margin.take(at) <= 1
             free[guarded[keep]] = False
+            margin[at[~keep]] -= 1  # a supporting document goes
         rows, cell, doc = rows[free], cell[free], doc[free]
         self.vanished.reshape(-1)[cell] = True
-        self.stale[rows] |= (self.listed.take(rows, axis=0) == doc[:, None]).any(axis=1)
+        listed = self.listed.take(rows, axis=0)
+        went = listed[:, 0] == doc
+        for j in range(1, listed.shape[1]):
+            went |= listed[:, j] == doc
+        self.stale[rows] |= went
         self._drop_keys(rows, cell)
 
     def _reset_wrappers(self, n: int, rng: np.random.Generator) -> None:
