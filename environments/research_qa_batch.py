@@ -45,6 +45,7 @@ from opar_sim.core.twin import (
 
 UNSEEN = np.iinfo(np.int32).max  # the rank of a document no search has shown
 ORDER = ("delay", "noise", "latency", "disturbance")  # the wrappers modelled, innermost first
+assert (SEARCH, REPEAT) == (0, 1)  # a row's repeat code is its ``searched`` flag
 GONE = 1e300  # a vanished document's sort key in a search: after every shown one
 
 
@@ -263,7 +264,7 @@ class ResearchQABatch(ResearchQANames, ResearchQAWrappers):
         count = 1 + has_useless + early
         index = (pick * count).astype(np.int8)
         # the list: repeat the last search ("go gc" before any), [fetch useless], [answer]
-        repeat = np.where(self.searched, REPEAT, SEARCH)
+        repeat = self.searched.view(np.int8)  # REPEAT (1) once a search ran, else SEARCH (0)
         tool = first_match([index == 0, has_useless & (index == 1)], [repeat, FETCH], ANSWER)
         arg = np.where(tool == FETCH, self.useless_first, -1)  # "go gc": no topic
         return tool, arg.astype(np.int32)
@@ -439,8 +440,9 @@ class ResearchQABatch(ResearchQANames, ResearchQAWrappers):
         contra[at] = c1
         self.held_n[rows] += (s1 != c1).astype(np.int16) - (s0 != c0)
         self.right_n[rows] += (s1 > c1).astype(np.int16) - (s0 > c0)
-        self.short[rows] = first_column(
-            self.support.take(rows, axis=0) <= self.contra.take(rows, axis=0)
+        moved = rows[(s1 <= c1) != (s0 <= c0)]  # the fetched topic's shortness changed
+        self.short[moved] = first_column(
+            self.support.take(moved, axis=0) <= self.contra.take(moved, axis=0)
         )
 
     def _drop_keys(self, rows: np.ndarray, cell: np.ndarray) -> None:
