@@ -351,9 +351,9 @@ class ResearchQABatch(ResearchQANames, ResearchQAWrappers):
         old = rank.take(cells)
         best = np.where(shown, np.minimum(old, places), old)
         rank[cells.reshape(-1)] = best.reshape(-1)
-        listed = 12 + 14 * row_sum(shown)
-        tokens[rows] = listed
-        self.last_tokens[rows] = listed
+        result = 12 + 14 * row_sum(shown)  # tokens: 14 per document shown
+        tokens[rows] = result
+        self.last_tokens[rows] = result
         self.stale[rows] = False
         self.listed[rows] = order
         useless = self.useless_doc.reshape(-1).take(cells)
