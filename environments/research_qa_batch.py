@@ -16,7 +16,14 @@ may be left out): ``delay`` (the observation ``steps`` calls late), ``noise``
 (a Lomax delay before the call and a timeout; an abandoned call still lands
 later, as in ``timed_call``), ``disturbance`` (a Poisson process of vanishing
 documents).  Landings and disturbances are applied in time order whenever a
-row's world is read (``sync``).  See docs/batch.md.
+row's world is read (``sync``); the wrappers live in ``research_qa_timing``.
+See docs/batch.md.
+
+The hot paths avoid a pass over every document of every row where a few cells
+do: the expert reads each topic's best readable document from ``topic_key``
+(kept up to date as documents are shown, fetched or vanish), and a search ranks
+with one float sort that carries the document ids in the scores' low bits
+(``least_columns``), not a stable argsort.
 """
 
 from __future__ import annotations
@@ -27,9 +34,9 @@ import numpy as np
 
 from environments.research_qa import TOPICS, ResearchQA, ResearchQAParams
 from environments.research_qa_steps import ANSWER, FETCH, REPEAT, SEARCH, ResearchQANames
+from environments.research_qa_timing import ResearchQAWrappers, first_column, row_min, row_sum
 from opar_sim.core.twin import (
     Action,
-    SimTaskTwin,
     TwinUnsupported,
     first_match,
     take_rows,
@@ -38,10 +45,49 @@ from opar_sim.core.twin import (
 
 UNSEEN = np.iinfo(np.int32).max  # the rank of a document no search has shown
 ORDER = ("delay", "noise", "latency", "disturbance")  # the wrappers modelled, innermost first
-SLOTS = 4  # abandoned calls a row may have in flight at once
+assert (SEARCH, REPEAT) == (0, 1)  # a row's repeat code is its ``searched`` flag
+GONE = 1e300  # a vanished document's sort key in a search: after every shown one
 
 
-class ResearchQABatch(ResearchQANames, SimTaskTwin):
+def least_columns(
+    keys: np.ndarray, count: int, same: float | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """The columns of each row's ``count`` least keys, least first, by one float sort.
+
+    Each key's low mantissa bits give way to its column, so ``np.sort`` (several times
+    cheaper than a stable argsort) carries the columns along.  Keys equal to ``same``
+    come out in column order; other keys that tie once truncated may not: such rows
+    are returned too, for the caller to sort again.
+
+    Args:
+        keys: Finite floats, no -0.0, one row per episode; overwritten.
+        count: How many columns to return per row.
+        same: A positive key whose ties stand in column order (None: no such key).
+
+    Returns:
+        (columns (int64), the rows where two of the first ``count + 1`` keys tie).
+    """
+    low = (1 << max(1, (keys.shape[1] - 1).bit_length())) - 1
+    bits = keys.view(np.int64)
+    bits &= ~low
+    bits |= np.arange(keys.shape[1])
+    keys.sort(axis=1)
+    head = bits[:, : count + 1]
+    # neighbours tie once truncated where their bits differ in the low ones only
+    tie = (head[:, 1:] ^ head[:, :-1]).view(np.uint64) <= low
+    if same is not None:
+        tie &= (head[:, :-1] & ~low) != (np.array(same).view(np.int64) & ~low)
+    bad = np.flatnonzero(tie.any(axis=1)) if tie.any() else np.zeros(0, np.intp)
+    return head[:, :count] & low, bad
+
+
+def stable_columns(keys: np.ndarray, gone: np.ndarray, count: int) -> np.ndarray:
+    """The columns of each row's ``count`` least ``keys``, ``gone`` ones last, ties in order."""
+    keys[gone] = np.inf
+    return np.argsort(keys, axis=1, kind="stable")[:, :count]
+
+
+class ResearchQABatch(ResearchQANames, ResearchQAWrappers):
     """N research_qa corpora advancing together; every field an array over episodes."""
 
     plan_steps = 3  # len(ResearchQA.plan_template())
@@ -112,32 +158,41 @@ class ResearchQABatch(ResearchQANames, SimTaskTwin):
         off[:, :k] = False
         contra = rng.random((n, d)) < p.contradiction_rate
         contra[:, :k] = False
-        topic[off] = -1
+        np.subtract(topic, (topic + 1) * off, out=topic)  # -1 where off the question
         supports = ~contra
+        # +1 supporting, -1 contradicting; summed per row by einsum, in this type
+        vote = supports.astype(np.int8 if d < 128 else np.int16) * 2 - 1
         for t in range(k):  # more supporting than contradicting documents per topic
-            on = topic == t
-            while True:
-                short = (supports & on).sum(axis=1) <= (~supports & on).sum(axis=1)
-                if not short.any():
-                    break
-                rows = np.flatnonzero(short)
-                first = np.argmax(on[rows] & ~supports[rows], axis=1)  # the first contradicting
-                supports[rows, first] = True
-        order = np.argsort(rng.random((n, d)), axis=1)  # a permutation per row
-        self.topic = np.take_along_axis(topic, order, axis=1)
-        self.supports = np.take_along_axis(supports, order, axis=1)
+            rows = np.flatnonzero(np.einsum("ij->i", (topic == t) * vote) <= 0)
+            while rows.size:  # a short row: its first contradicting document supports
+                on = topic[rows] == t
+                supports[rows, np.argmax(on & ~supports[rows], axis=1)] = True
+                short = (on & supports[rows]).sum(axis=1) <= (on & ~supports[rows]).sum(axis=1)
+                rows = rows[short]
+        # a permutation per row, as flat cells of the (rows × documents) arrays
+        order = np.argsort(rng.random((n, d)), axis=1) + np.arange(0, n * d, d)[:, None]
+        self.topic = topic.reshape(-1).take(order)
+        self.supports = supports.reshape(-1).take(order)
         self.vanished = np.zeros((n, d), bool)
         self.fetched = np.zeros((n, d), bool)
         self.rank = np.full((n, d), UNSEEN, np.int32)
         # the expert's fetch order: rank · d + id of a readable supporting document (a search
-        # showed it, not fetched, not gone), else UNSEEN; kept up to date by the tools
+        # showed it, not fetched, not gone), else UNSEEN; kept up to date by the tools, and
+        # each topic's least key (the expert's next fetch on it)
         self.key = np.full((n, d), UNSEEN, np.int32)
+        self.topic_key = np.full((n, k), UNSEEN, np.int32)
         self._derive()
         self.useless_first = np.full(n, -1, np.int32)  # the first seen useless document
         self.support = np.zeros((n, k), np.int16)
         self.contra = np.zeros((n, k), np.int16)
-        self.last_score = np.zeros((n, d))
+        self.short = np.zeros(n, np.intp)  # the first topic not held right (0 when none)
+        # the last fresh search's whole ranking (vanished documents last) per row
+        self.order = np.zeros((n, d), np.int8 if d < 128 else np.int16)
         self.searched = np.zeros(n, bool)  # a last query exists
+        # a document the last search listed vanished since (or none ran), and that list
+        self.stale = np.ones(n, bool)
+        self.listed = np.zeros((n, min(d, p.results_per_search)), self.order.dtype)
+        self.last_tokens = np.zeros(n, np.int32)  # the last search's result tokens
         # the step rows' names of a search: fresh queries run per topic (the scalar task's
         # "topic", "topic 2", ...), and the last query's topic (-1: "go gc") and number
         self.queries = np.zeros((n, self.k), np.int16)
@@ -150,40 +205,19 @@ class ResearchQABatch(ResearchQANames, SimTaskTwin):
         self._reset_wrappers(n, rng)
 
     def _derive(self) -> None:
-        """What the corpus fixes: the documents that are no use (off the question, disputing)."""
+        """What the corpus fixes: the documents that are no use (off the question, disputing).
+
+        And each topic's margin: its supporting documents not vanished (none has yet)
+        less its contradicting ones, vanished or not (``_disturb`` keeps it).
+        """
         self.useless_doc = (self.topic < 0) | ~self.supports
-
-    def _reset_wrappers(self, n: int, rng: np.random.Generator) -> None:
-        inner = self._inner_visible()
-        self.queue = np.repeat(inner[:, None], self.delay + 1, axis=1)  # delay's observations
-        self.queued = np.ones(n, np.int32)
-        self.offset = self.sigma * rng.standard_normal(n) if self.sigma else np.zeros(n)
-        self.pending = np.full((n, SLOTS), np.inf)  # when each abandoned call lands
-        self.pending_tool = np.zeros((n, SLOTS), np.int8)
-        self.pending_arg = np.zeros((n, SLOTS), np.int32)
-        self.pending_deliver = np.zeros((n, SLOTS), bool)
-        self.next_change = (
-            rng.exponential(1.0 / self.rate, n) if self.rate > 0 else np.full(n, np.inf)
+        vote = self.supports.astype(np.int16) * 2 - 1
+        self.margin = np.stack(
+            [np.einsum("ij->i", (self.topic == t) * vote) for t in range(self.k)], axis=1
         )
-        self.next_event = self.next_change.copy()  # the earliest landing or disturbance
-        self._ok, self._tokens = np.zeros(n, bool), np.zeros(n, np.int64)  # landings' scratch
 
-    # -- what the agent can see, and the truth ---------------------------------------
     def _right(self) -> np.ndarray:
         return self.right_n
-
-    def _inner_visible(self, rows: np.ndarray | None = None) -> np.ndarray:
-        """``ResearchQA.observe``'s visible progress (no wrapper), of ``rows`` or all."""
-        if rows is None:
-            return np.where(self.answered_held, 1.0, 0.9 * self.held_n / self.k)
-        return np.where(self.answered_held[rows], 1.0, 0.9 * self.held_n[rows] / self.k)
-
-    def visible_progress(self) -> np.ndarray:
-        """What each row's agent sees (a new array): ``delay`` calls late, with the noise added."""
-        seen = self.queue[:, 0].copy() if self.delay else self._inner_visible()
-        if self.sigma:
-            return np.asarray(np.clip(seen + self.offset, 0.0, 1.0))
-        return np.asarray(seen)
 
     def progress(self) -> np.ndarray:
         """Ground-truth progress: 0.9 × the share of facts right, 1.0 once answered right."""
@@ -208,13 +242,12 @@ class ResearchQABatch(ResearchQANames, SimTaskTwin):
         Returns:
             Tool codes and their argument: a fresh search's topic or the document to fetch.
         """
-        first = np.argmax(self.support <= self.contra, axis=1)
-        key = np.where(self.topic == first[:, None].astype(np.int8), self.key, UNSEEN)
-        doc = np.argmin(key, axis=1)
-        has = key[np.arange(self.n), doc] < UNSEEN
+        first = self.short
+        key = self.topic_key.reshape(-1).take(np.arange(0, self.n * self.k, self.k) + first)
+        has = key != UNSEEN
         done = np.asarray(self.right_n == self.k)
         tool = first_match([done, has], [ANSWER, FETCH], SEARCH)
-        return tool, np.where(tool == FETCH, doc, first).astype(np.int32)
+        return tool, np.where(tool == FETCH, key % self.d, first).astype(np.int32)
 
     def wrong(self, pick: np.ndarray, need: np.ndarray) -> Action:
         """One of ``ResearchQA.wrong_actions`` per row, by ``pick``.
@@ -231,7 +264,7 @@ class ResearchQABatch(ResearchQANames, SimTaskTwin):
         count = 1 + has_useless + early
         index = (pick * count).astype(np.int8)
         # the list: repeat the last search ("go gc" before any), [fetch useless], [answer]
-        repeat = np.where(self.searched, REPEAT, SEARCH)
+        repeat = self.searched.view(np.int8)  # REPEAT (1) once a search ran, else SEARCH (0)
         tool = first_match([index == 0, has_useless & (index == 1)], [repeat, FETCH], ANSWER)
         arg = np.where(tool == FETCH, self.useless_first, -1)  # "go gc": no topic
         return tool, arg.astype(np.int32)
@@ -278,13 +311,19 @@ class ResearchQABatch(ResearchQANames, SimTaskTwin):
     def _search(
         self, rows: np.ndarray, fresh: np.ndarray, topic: np.ndarray, tokens: np.ndarray
     ) -> None:
-        """A fresh query ranks with new noise; a repeat reuses the last query's scores."""
+        """A fresh query ranks with new noise; a repeat reuses the last query's ranking.
+
+        A repeat in a row where none of the documents its last search listed vanished
+        since lists them again: it changes nothing (ranks and keys only fall, and they
+        fell then) and returns as many tokens as that search did.
+        """
         p = self.params
         new = rows[fresh]
         if new.size:
-            noise = self._noise(new)
-            on = (self.topic[new] == topic[fresh, None]) & (topic[fresh, None] >= 0)
-            self.last_score[new] = on + p.rank_noise * noise
+            score = self._noise(new)
+            on = (self.topic.take(new, axis=0) == topic[fresh, None]) & (topic[fresh, None] >= 0)
+            score *= p.rank_noise
+            score += on  # on + rank_noise × noise
             self.searched[new] = True
             t = topic[fresh]
             named = new[t >= 0]
@@ -292,28 +331,83 @@ class ResearchQABatch(ResearchQANames, SimTaskTwin):
             self.last_number[new] = 0
             self.last_number[named] = self.queries[named, t[t >= 0]]
             self.queries[named, t[t >= 0]] += 1
-        gone = self.vanished[rows]
-        score = np.where(gone, -np.inf, self.last_score[rows])
-        order = np.argsort(-score, axis=1, kind="stable")[:, : p.results_per_search]
-        # the shown places as flat cells of the (rows × documents) arrays: one take each
-        cells = (rows * self.d)[:, None] + order
-        shown = ~gone.reshape(-1).take((np.arange(rows.size) * self.d)[:, None] + order)
-        places = np.arange(order.shape[1], dtype=np.int32)[None, :]
+        again = ~fresh & ~self.stale[rows]
+        if again.any():
+            tokens[rows[again]] = self.last_tokens[rows[again]]
+            rows, fresh = rows[~again], fresh[~again]
+            if not rows.size:
+                return
+        if new.size == rows.size:
+            order = self._rank(new, score)
+        else:
+            order = np.empty((rows.size, min(self.d, p.results_per_search)), np.int64)
+            if new.size:
+                order[fresh] = self._rank(new, score)
+            order[~fresh] = self._rerank(rows[~fresh])
+        cells = (rows * self.d)[:, None] + order  # flat cells: one take each
+        shown = ~self.vanished.reshape(-1).take(cells)
+        places = np.arange(cells.shape[1], dtype=np.int32)[None, :]
         rank = self.rank.reshape(-1)
-        best = np.where(shown, np.minimum(rank.take(cells), places), rank.take(cells))
-        rank.put(cells, best)
-        tokens[rows] = 12 + 14 * shown.sum(axis=1)
-        readable = shown & self.supports.reshape(-1).take(cells)
-        readable &= self.topic.reshape(-1).take(cells) >= 0
-        readable &= ~self.fetched.reshape(-1).take(cells)
-        self.key.reshape(-1).put(cells, np.where(readable, best * self.d + order, UNSEEN))
-        fresh_useless = shown & self.useless_doc.reshape(-1).take(cells)
+        old = rank.take(cells)
+        best = np.where(shown, np.minimum(old, places), old)
+        rank[cells.reshape(-1)] = best.reshape(-1)
+        result = 12 + 14 * row_sum(shown)  # tokens: 14 per document shown
+        tokens[rows] = result
+        self.last_tokens[rows] = result
+        self.stale[rows] = False
+        self.listed[rows] = order
+        useless = self.useless_doc.reshape(-1).take(cells)
+        readable = shown & ~useless & ~self.fetched.reshape(-1).take(cells)
+        key = np.where(readable, best * self.d + order.astype(np.int32), UNSEEN)  # only falls
+        self.key.reshape(-1)[cells.reshape(-1)] = key.reshape(-1)
+        at = (rows * self.k)[:, None] + np.maximum(self.topic.reshape(-1).take(cells), 0)
+        least = self.topic_key.reshape(-1)
+        for j in range(cells.shape[1]):  # a row once per column: no clashing writes
+            least[at[:, j]] = np.minimum(least.take(at[:, j]), key[:, j])
+        fresh_useless = shown & useless
         if fresh_useless.any():  # the first seen useless document: the least id seen so far
-            ids = np.where(fresh_useless, order, self.d).min(axis=1)
+            ids = row_min(np.where(fresh_useless, order, self.d))
             was = self.useless_first[rows]
             self.useless_first[rows] = np.where(
                 ids < self.d, np.where(was >= 0, np.minimum(was, ids), ids), was
             )
+
+    def _rank(self, rows: np.ndarray, score: np.ndarray) -> np.ndarray:
+        """The documents fresh searches in ``rows`` list, by ``score``; keeps the full order.
+
+        ``np.argsort(-score, kind="stable")`` with vanished documents at -inf (by
+        ``least_columns`` unless the scores tie by design, with no noise, or could reach
+        ``GONE``); each row's whole order is kept for its repeats (``_rerank``).
+        """
+        d, count = self.d, self.params.results_per_search
+        gone = self.vanished.take(rows, axis=0)
+        if 0.0 < self.params.rank_noise < 1e250:
+            keys = np.subtract(0.0, score)  # -score, and no -0.0
+            some = gone.any()
+            if some:
+                keys[gone] = GONE
+            full, bad = least_columns(keys, d, GONE if some else None)
+            if bad.size:
+                full[bad] = stable_columns(np.negative(score[bad]), gone[bad], d)
+        else:
+            full = stable_columns(np.negative(score), gone, d)
+        self.order[rows] = full
+        return full[:, :count]
+
+    def _rerank(self, rows: np.ndarray) -> np.ndarray:
+        """What repeats in ``rows`` list: the last fresh order, less the documents now gone.
+
+        The vanished documents come last, in no particular order (a search shows none).
+        """
+        count = min(self.d, self.params.results_per_search)
+        order = self.order.take(rows, axis=0)
+        gone = self.vanished.reshape(-1).take((rows * self.d)[:, None] + order)
+        listed = order[:, :count].astype(np.int64)
+        moved = np.flatnonzero(gone[:, :count].any(axis=1))  # a listed document went
+        if moved.size:
+            first = np.argsort(gone[moved], axis=1, kind="stable")[:, :count]
+            listed[moved] = np.take_along_axis(order[moved], first, axis=1)
+        return listed
 
     def _noise(self, rows: np.ndarray) -> np.ndarray:
         """The ranking noise of a fresh query in each of ``rows`` (standard normals per doc)."""
@@ -321,131 +415,56 @@ class ResearchQABatch(ResearchQANames, SimTaskTwin):
 
     def _fetch(self, rows: np.ndarray, doc: np.ndarray, ok: np.ndarray, tokens: np.ndarray) -> None:
         """Read a document a search showed: a fact on its topic, or nothing, or a 404."""
-        known = (doc < self.d) & (self.rank[rows, np.minimum(doc, self.d - 1)] != UNSEEN)
+        cell = rows * self.d + np.minimum(doc, self.d - 1)
+        known = (doc < self.d) & (self.rank.reshape(-1).take(cell) != UNSEEN)
         ok[rows[~known]] = False
-        rows, doc = rows[known], doc[known]
-        gone = self.vanished[rows, doc]
+        rows, cell = rows[known], cell[known]
+        gone = self.vanished.reshape(-1).take(cell)
         ok[rows[gone]] = False
         tokens[rows[gone]] = 6
-        rows, doc = rows[~gone], doc[~gone]
+        rows, cell = rows[~gone], cell[~gone]
         tokens[rows] = self.params.doc_tokens
-        topic = self.topic[rows, doc]
-        first = (topic >= 0) & ~self.fetched[rows, doc]
-        rows, doc, topic = rows[first], doc[first], topic[first]
-        self.fetched[rows, doc] = True
-        self.key[rows, doc] = UNSEEN
-        supports = self.supports[rows, doc]
-        self.support[rows[supports], topic[supports]] += 1  # one fetch per row: no repeats
-        self.contra[rows[~supports], topic[~supports]] += 1
-        self.held_n[rows] = (self.support[rows] != self.contra[rows]).sum(axis=1)
-        self.right_n[rows] = (self.support[rows] > self.contra[rows]).sum(axis=1)
+        topic = self.topic.reshape(-1).take(cell)
+        first = (topic >= 0) & ~self.fetched.reshape(-1).take(cell)
+        rows, cell, topic = rows[first], cell[first], topic[first]
+        self.fetched.reshape(-1)[cell] = True
+        self._drop_keys(rows, cell)
+        # one fetch per row (no repeats): the counts and the held and right topics change
+        # in the fetched topic only
+        at = rows * self.k + topic
+        support, contra = self.support.reshape(-1), self.contra.reshape(-1)
+        s0, c0 = support.take(at), contra.take(at)
+        supports = self.supports.reshape(-1).take(cell)
+        s1, c1 = s0 + supports, c0 + ~supports
+        support[at] = s1
+        contra[at] = c1
+        self.held_n[rows] += (s1 != c1).astype(np.int16) - (s0 != c0)
+        self.right_n[rows] += (s1 > c1).astype(np.int16) - (s0 > c0)
+        moved = rows[(s1 <= c1) != (s0 <= c0)]  # the fetched topic's shortness changed
+        self.short[moved] = first_column(
+            self.support.take(moved, axis=0) <= self.contra.take(moved, axis=0)
+        )
 
-    # -- the calls, the wrappers' timing and the world's changes ------------------------
-    def start_call(
-        self,
-        mask: np.ndarray,
-        action: Action,
-        latency: np.ndarray,
-        failure: np.ndarray,
-        now: np.ndarray,
-        rng: np.random.Generator,
-    ) -> np.ndarray:
-        """``SimTask.execute``'s wait, or the ``latency`` wrapper's (``timed_call``)."""
-        self._rng = rng
-        inner = super().start_call(mask, action, latency, failure, now, rng)
-        if self.latency is None:
-            self._now = np.ones(self.n, bool)
-            return inner
-        lp = self.latency
-        extra = lp.scale * rng.pareto(lp.shape, self.n)
-        done = extra + inner
-        self._now = done <= lp.timeout  # returns within the wrapper's timeout
-        late = np.flatnonzero(mask & ~self._now)
-        if late.size:  # abandoned: lands later, in a free slot (the earliest is forced out)
-            slot = np.argmax(np.isinf(self.pending[late]), axis=1)
-            full = ~np.isinf(self.pending[late, slot])
-            if full.any():
-                self._land_now(late[full], slot[full], rng)
-            tool, arg = action
-            self.pending[late, slot] = now[late] + done[late]
-            self.next_event[late] = np.minimum(self.next_event[late], now[late] + done[late])
-            self.pending_tool[late, slot] = tool[late]
-            self.pending_arg[late, slot] = arg[late]
-            self.pending_deliver[late, slot] = self._deliver[late]
-        return np.asarray(np.where(self._now, done, lp.timeout))
+    def _drop_keys(self, rows: np.ndarray, cell: np.ndarray) -> None:
+        """The documents at flat ``cell`` of ``rows`` are no longer readable: their keys go.
 
-    def finish_call(
-        self, mask: np.ndarray, action: Action, now: np.ndarray, rng: np.random.Generator
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """The calls that returned in time take effect now; an abandoned one is a timeout."""
-        self._rng = rng
-        back = mask & self._now
-        self.sync(now, mask, rng)
-        ok, tokens = self.apply(back & self._deliver, action)
-        self.after_call(back, now, rng)
-        return ok, tokens
-
-    def after_call(self, mask: np.ndarray, now: np.ndarray, rng: np.random.Generator) -> None:
-        """The delay queue takes the observation now; the noise is drawn again."""
-        self._after_rows(np.flatnonzero(mask), rng)
-
-    def _after_rows(self, rows: np.ndarray, rng: np.random.Generator) -> None:
-        if self.delay:
-            inner = self._inner_visible(rows)
-            queued = self.queued[rows]
-            room = queued <= self.delay
-            full = rows[~room]
-            self.queue[full, :-1] = self.queue[full, 1:]
-            self.queue[full, -1] = inner[~room]
-            self.queue[rows[room], queued[room]] = inner[room]
-            self.queued[rows[room]] += 1
-        if self.sigma:
-            self.offset[rows] = self.sigma * rng.standard_normal(rows.size)
-
-    def _land_now(self, rows: np.ndarray, slot: np.ndarray, rng: np.random.Generator) -> None:
-        """Land the abandoned calls in ``slot`` of ``rows`` (their effect, then the hooks)."""
-        deliver = self.pending_deliver[rows, slot]
-        tool, arg = self.pending_tool[rows, slot], self.pending_arg[rows, slot]
-        self.pending[rows, slot] = np.inf
-        self._rng = rng
-        landed = rows[deliver]
-        self._apply_rows(landed, tool[deliver], arg[deliver], self._ok, self._tokens)
-        self._after_rows(rows, rng)
-
-    def sync(self, now: np.ndarray, mask: np.ndarray, rng: np.random.Generator) -> None:
-        """Apply, in time order, the landings and disturbances due by ``now`` in ``mask``."""
-        due = np.flatnonzero(mask & (self.next_event <= now))
-        if due.size and self._ok.shape[0] != self.n:
-            self._ok, self._tokens = np.zeros(self.n, bool), np.zeros(self.n, np.int64)
-        while due.size:
-            pending = self.pending[due]
-            slot = np.argmin(pending, axis=1)
-            landing = pending[np.arange(due.size), slot]
-            change = self.next_change[due]
-            lands = landing <= change
-            if lands.any():
-                self._land_now(due[lands], slot[lands], rng)
-            turns = due[~lands]
-            if turns.size:
-                self._disturb(turns, rng)
-                self.next_change[turns] += rng.exponential(1.0 / self.rate, turns.size)
-            self.next_event[due] = np.minimum(self.pending[due].min(axis=1), self.next_change[due])
-            due = due[self.next_event[due] <= now[due]]
-
-    def _disturb(self, rows: np.ndarray, rng: np.random.Generator) -> None:
-        """``ResearchQA.disturb``: a document vanishes, unless a topic would lose its answer."""
-        doc = rng.integers(0, self.d, rows.size)
-        topic = self.topic[rows, doc]
-        free = ~self.vanished[rows, doc] & ~self.fetched[rows, doc]
-        guarded = free & (topic >= 0) & self.supports[rows, doc]
-        if guarded.any():
-            same = self.topic[rows] == topic[:, None]
-            alive = same & self.supports[rows] & (~self.vanished[rows] | self.fetched[rows])
-            against = same & ~self.supports[rows]
-            keep = alive.sum(axis=1) - 1 <= against.sum(axis=1)
-            free &= ~(guarded & keep)
-        self.vanished[rows[free], doc[free]] = True
-        self.key[rows[free], doc[free]] = UNSEEN
+        Where one was its topic's least key, the topic's least key is found again.
+        """
+        key = self.key.reshape(-1)
+        was = key.take(cell)
+        key[cell] = UNSEEN
+        live = np.flatnonzero(was != UNSEEN)
+        if not live.size:
+            return
+        rows, was, cell = rows[live], was[live], cell[live]
+        topic = self.topic.reshape(-1).take(cell)
+        at = rows * self.k + topic
+        least = self.topic_key.reshape(-1)
+        hit = np.flatnonzero(least.take(at) == was)
+        if hit.size:
+            rows, topic = rows[hit], topic[hit]
+            same = self.topic.take(rows, axis=0) == topic[:, None]
+            least[at[hit]] = row_min(np.where(same, self.key.take(rows, axis=0), UNSEEN))
 
     def take(self, keep: np.ndarray) -> None:
         """Keep only the rows ``keep`` (the engine drops finished episodes).

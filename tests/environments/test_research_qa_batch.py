@@ -14,6 +14,7 @@ from __future__ import annotations
 import zlib
 
 import numpy as np
+import pytest
 import simpy
 
 from environments import research_qa_batch as rq
@@ -131,3 +132,46 @@ def test_twin_matches_the_wrapped_scalar_task_action_by_action() -> None:
             assert visible[i] == task.observe().visible_progress, where
             assert answers[i] == task.answer(), where
     assert tools == {rq.SEARCH, rq.REPEAT, rq.FETCH, rq.ANSWER}
+
+
+def stable_ranking(score: np.ndarray, gone: np.ndarray, count: int) -> np.ndarray:
+    """The reference: a stable argsort of the negated scores, vanished documents last."""
+    return np.argsort(-np.where(gone, -np.inf, score), axis=1, kind="stable")[:, :count]
+
+
+@pytest.mark.parametrize(("docs", "count"), [(16, 4), (5, 8), (40, 7)])
+def test_a_search_lists_what_a_stable_argsort_lists_even_where_scores_tie(docs, count) -> None:
+    rng = np.random.default_rng(docs)
+    world = rq.ResearchQABatch(ResearchQAParams(n_docs=docs, results_per_search=count))
+    world.reset(600, rng)
+    score = rng.standard_normal((600, docs))
+    # ties the float sort cannot tell apart: one ulp, exact, zeros of both signs
+    score[::3, 1] = np.nextafter(score[::3, 0], np.inf)
+    score[1::5, 2] = score[1::5, 3]
+    score[2::7, :3] = 0.0
+    score[2::7, 3] = -0.0
+    gone = rng.random((600, docs)) < 0.2
+    gone[::11] = True
+    world.vanished = gone
+    rows = np.flatnonzero(rng.random(600) < 0.7)
+    listed = world._rank(rows, score[rows].copy())
+    assert np.array_equal(listed, stable_ranking(score[rows], gone[rows], count))
+    # more vanish; a repeat lists the same documents as a stable argsort (the vanished
+    # ones, which a search does not show, in any order)
+    world.vanished = gone | (rng.random(gone.shape) < 0.2)
+    again, expected = world._rerank(rows), stable_ranking(score[rows], world.vanished[rows], count)
+    shown = ~np.take_along_axis(world.vanished[rows], expected, axis=1)
+    assert np.array_equal(~np.take_along_axis(world.vanished[rows], again, axis=1), shown)
+    assert np.array_equal(np.where(shown, again, -1), np.where(shown, expected, -1))
+    world.vanished = np.zeros_like(gone)  # and with nothing vanished
+    listed = world._rank(rows, score[rows].copy())
+    assert np.array_equal(listed, stable_ranking(score[rows], gone[rows] & False, count))
+
+
+def test_the_float_sort_hands_back_the_rows_whose_scores_tie() -> None:
+    keys = np.array([[3.0, 1.0, 2.0, 0.5], [1.0, np.nextafter(1.0, 2.0), 5.0, 6.0]])
+    columns, bad = rq.least_columns(keys.copy(), 2)
+    assert columns[0].tolist() == [3, 1] and bad.tolist() == [1]
+    gone = np.array([[rq.GONE, rq.GONE, 0.25, rq.GONE]])  # ties of ``same`` stand in order
+    columns, bad = rq.least_columns(gone.copy(), 3, rq.GONE)
+    assert columns.tolist() == [[2, 0, 1]] and bad.size == 0
