@@ -95,18 +95,7 @@ def episode_text(
     result: BatchEpisodes,
     made: tuple[np.ndarray, list[str]] | None = None,
 ) -> str:
-    """The episodes.jsonl lines of a batch of episodes, in the SimPy engine's row format.
-
-    Args:
-        spec: The spec they ran from.
-        controller: The controller's index in ``spec.controller_list()``.
-        start: The first episode's number.
-        result: What ``run_batch`` returned.
-        made: Its outcomes and answers, if already made (``episode_rows``).
-
-    Returns:
-        One JSON line per episode.
-    """
+    """``lines.episode_lines`` (the same arguments) as text: one JSON line per episode."""
     return episode_lines(spec, controller, start, result, made).decode()
 
 
