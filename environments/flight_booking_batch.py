@@ -30,7 +30,7 @@ from environments.flight_booking_kernels import (
     NONE,
     PAY_POINTS,
 )
-from opar_sim.core.twin import Action, SimTaskTwin, TwinUnsupported, take_rows, wrapper_stack
+from opar_sim.core.twin import Action, SimTaskTwin, take_rows, unwrapped
 
 
 class FlightBookingBatch(SimTaskTwin):
@@ -85,12 +85,7 @@ class FlightBookingBatch(SimTaskTwin):
         Raises:
             TwinUnsupported: If the task is wrapped or is not exactly ``FlightBooking``.
         """
-        stack, inner = wrapper_stack(task)
-        if stack:
-            names = ", ".join(name for name, _ in stack)
-            raise TwinUnsupported(f"flight_booking's twin models no task wrappers ({names})")
-        if type(inner) is not FlightBooking:
-            raise TwinUnsupported(f"no vectorised model of {type(inner).__name__}")
+        inner = unwrapped(task, "flight_booking", FlightBooking)
         twin = cls(inner.params)
         twin.task = inner  # the step rows' labels are the scalar task's own
         return twin

@@ -14,6 +14,7 @@ reduction along a short last axis costs a call per row, a column operation one p
 
 from __future__ import annotations
 
+from abc import abstractmethod
 from typing import Any
 
 import numpy as np
@@ -68,6 +69,7 @@ class ResearchQAWrappers(SimTaskTwin):
     held_n: np.ndarray
     _rng: np.random.Generator
 
+    @abstractmethod
     def _apply_rows(
         self,
         rows: np.ndarray,
@@ -76,10 +78,11 @@ class ResearchQAWrappers(SimTaskTwin):
         ok: np.ndarray,
         tokens: np.ndarray,
     ) -> None:
-        raise NotImplementedError
+        """``apply`` on the rows ``rows`` (``ResearchQABatch._apply_rows``)."""
 
+    @abstractmethod
     def _drop_keys(self, rows: np.ndarray, cell: np.ndarray) -> None:
-        raise NotImplementedError
+        """Forget the fetch keys of vanished documents (``ResearchQABatch._drop_keys``)."""
 
     def _disturb(self, rows: np.ndarray, rng: np.random.Generator) -> None:
         """``ResearchQA.disturb``: a document vanishes, unless a topic would lose its answer."""

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from environments.tool_chain import WRONG_CHOICES, ToolChain, ToolChainParams
-from opar_sim.core.twin import Action, SimTaskTwin, TwinUnsupported, take_rows, wrapper_stack
+from opar_sim.core.twin import Action, SimTaskTwin, take_rows, unwrapped
 from opar_sim.core.types import Action as Action_
 
 STEP, CONFIRM, WRONG_WRITE, WRONG_LOOKUP = range(4)
@@ -60,12 +60,7 @@ class ToolChainBatch(SimTaskTwin):
         Raises:
             TwinUnsupported: If the task is wrapped or is not exactly ``ToolChain``.
         """
-        stack, inner = wrapper_stack(task)
-        if stack:
-            names = ", ".join(name for name, _ in stack)
-            raise TwinUnsupported(f"tool_chain's twin models no task wrappers ({names})")
-        if type(inner) is not ToolChain:
-            raise TwinUnsupported(f"no vectorised model of {type(inner).__name__}")
+        inner = unwrapped(task, "tool_chain", ToolChain)
         return cls(inner.params)
 
     def reset(self, n: int, rng: np.random.Generator) -> None:

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from environments.weather import Weather, WeatherParams
-from opar_sim.core.twin import Action, SimTaskTwin, TwinUnsupported, take_rows, wrapper_stack
+from opar_sim.core.twin import Action, SimTaskTwin, take_rows, unwrapped
 from opar_sim.core.types import Action as Action_
 
 GET, GET_OTHER, ADVISE = range(3)
@@ -51,12 +51,7 @@ class WeatherBatch(SimTaskTwin):
         Raises:
             TwinUnsupported: If the task is wrapped or is not exactly ``Weather``.
         """
-        stack, inner = wrapper_stack(task)
-        if stack:
-            names = ", ".join(name for name, _ in stack)
-            raise TwinUnsupported(f"weather's twin models no task wrappers ({names})")
-        if type(inner) is not Weather:
-            raise TwinUnsupported(f"no vectorised model of {type(inner).__name__}")
+        inner = unwrapped(task, "weather", Weather)
         return cls(inner.params)
 
     def reset(self, n: int, rng: np.random.Generator) -> None:

@@ -27,6 +27,7 @@ The generic helpers of every twin live here too: ``first_match`` (a cheap
 from __future__ import annotations
 
 import importlib
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import Any, Protocol
 
@@ -189,7 +190,7 @@ class TaskTwin(Protocol):
         ...
 
 
-class SimTaskTwin:
+class SimTaskTwin(ABC):
     """What the twins of ``SimTask``s share: the tool call of ``SimTask.execute``.
 
     A call waits a log-normal latency (``tools``), cut at the tool's timeout (a
@@ -203,22 +204,23 @@ class SimTaskTwin:
 
     def sync(self, now: np.ndarray, mask: np.ndarray, rng: np.random.Generator) -> None:
         """Nothing changes the world by itself (subclasses with disturbances override)."""
+        return  # a hook: the default does nothing
 
     def features(self) -> dict[str, np.ndarray]:
         """No known features (a task with some overrides)."""
         return {}
 
+    @abstractmethod
     def apply(self, mask: np.ndarray, action: Action) -> tuple[np.ndarray, np.ndarray]:
         """Run the delivered calls of the rows of ``mask``: (ok, result tokens) per row."""
-        raise NotImplementedError
 
+    @abstractmethod
     def expert(self) -> Action:
         """The expert's action of every row."""
-        raise NotImplementedError
 
+    @abstractmethod
     def wrong(self, pick: np.ndarray, need: np.ndarray) -> Action:
         """One of the task's wrong actions per row, chosen by ``pick`` (``TaskTwin.wrong``)."""
-        raise NotImplementedError
 
     def act(self, expert: np.ndarray, pick: np.ndarray, need: np.ndarray) -> Action:
         """The expert's action where ``expert``, else the wrong one ``pick`` chooses, per row."""
@@ -227,6 +229,7 @@ class SimTaskTwin:
 
     def after_call(self, mask: np.ndarray, now: np.ndarray, rng: np.random.Generator) -> None:
         """What happens when the calls of the rows of ``mask`` return, whatever their result."""
+        return  # a hook: the default does nothing
 
     def start_call(
         self,
@@ -325,6 +328,29 @@ def wrapper_stack(task: Any) -> tuple[list[tuple[str, Any]], Any]:
         task = task.task
     stack.reverse()
     return stack, task
+
+
+def unwrapped(task: Any, name: str, kind: type) -> Any:
+    """The scalar task inside ``task`` for a twin that models no wrappers and only ``kind``.
+
+    Args:
+        task: A built task, wrapped or not.
+        name: The task's name, for the refusal.
+        kind: The one task class the twin models (exactly: not a subclass).
+
+    Returns:
+        The task itself.
+
+    Raises:
+        TwinUnsupported: If the task is wrapped or is not exactly ``kind``.
+    """
+    stack, inner = wrapper_stack(task)
+    if stack:
+        names = ", ".join(wrapper for wrapper, _ in stack)
+        raise TwinUnsupported(f"{name}'s twin models no task wrappers ({names})")
+    if type(inner) is not kind:
+        raise TwinUnsupported(f"no vectorised model of {type(inner).__name__}")
+    return inner
 
 
 def first_match(conditions: list[np.ndarray], choices: list[Any], default: int) -> np.ndarray:
