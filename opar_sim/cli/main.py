@@ -190,7 +190,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         resumable = args is not None and hasattr(args, "resume")  # run, sweep, compare, tune
         _say(
-            f"interrupted; finished episodes are kept: {_resume_hint(args)}"
+            f"interrupted; episodes kept: {_resume_hint(args)}"
             if resumable
             else "interrupted"
         )
