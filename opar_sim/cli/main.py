@@ -189,11 +189,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     except KeyboardInterrupt:
         resumable = args is not None and hasattr(args, "resume")  # run, sweep, compare, tune
-        _say(
-            f"interrupted; episodes kept: {_resume_hint(args)}"
-            if resumable
-            else "interrupted"
-        )
+        _say(f"interrupted; episodes kept: {_resume_hint(args)}" if resumable else "interrupted")
         return 130
     except Exception as exc:
         return _failed(exc, args)

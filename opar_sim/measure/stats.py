@@ -151,27 +151,17 @@ class Summary:
                 ``replans``, ``tool_calls`` and ``outcome``, one value per episode.
         """
         names = columns["controller"]
-        distinct = list(dict.fromkeys(names))
-        # each controller's rows, in row order (a lone controller: every row, its columns)
-        by: dict[str, list[int]] = {}
-        if len(distinct) > 1:
-            index = {name: k for k, name in enumerate(distinct)}
-            codes = np.fromiter(map(index.__getitem__, names), np.int64, len(names))
-            for k, name in enumerate(distinct):
-                by.setdefault(str(name), []).extend(np.flatnonzero(codes == k).tolist())
-        for name in by or [str(c) for c in distinct]:
+        for name, rows in _rows_by_controller(names).items():
             stats = self.by_controller.setdefault(name, ControllerStats(trials=self.trials))
-            whole = not by
-            rows: Sequence[int] = range(len(names)) if whole else sorted(by[name])
             if self.trials > 1:  # repeated worlds: their successes kept row by row
-                for i in rows:
+                for i in rows if rows is not None else range(len(names)):
                     stats.add_row({k: v[i] for k, v in columns.items()})
                 continue
 
-            def values(field: str, rows: Sequence[int] = rows, whole: bool = whole) -> list[Any]:
-                return columns[field] if whole else [columns[field][i] for i in rows]
+            def values(field: str, rows: list[int] | None = rows) -> list[Any]:
+                return columns[field] if rows is None else [columns[field][i] for i in rows]
 
-            stats.episodes += len(rows)
+            stats.episodes += len(names) if rows is None else len(rows)
             stats.successes += sum(map(bool, values("success")))
             stats.steps += sum(values("steps"))
             stats.tokens += sum(values("tokens"))
@@ -183,6 +173,19 @@ class Summary:
     def as_dict(self) -> dict[str, dict[str, Any]]:
         """summary.json's per-controller statistics, keyed by controller name."""
         return {name: s.as_dict() for name, s in self.by_controller.items()}
+
+
+def _rows_by_controller(names: list[Any]) -> dict[str, list[int] | None]:
+    """Each controller's rows, in row order; None for a lone controller (every row)."""
+    distinct = list(dict.fromkeys(names))
+    if len(distinct) == 1:
+        return {str(distinct[0]): None}
+    index = {name: k for k, name in enumerate(distinct)}
+    codes = np.fromiter(map(index.__getitem__, names), np.int64, len(names))
+    by: dict[str, list[int]] = {}
+    for k, name in enumerate(distinct):  # names that print alike are one controller
+        by.setdefault(str(name), []).extend(np.flatnonzero(codes == k).tolist())
+    return {name: sorted(rows) for name, rows in by.items()}
 
 
 @dataclass(frozen=True, slots=True)
