@@ -1,13 +1,16 @@
 """The noisy expert's model, once: its knobs, its constants, its cost and its sensor.
 
 Both engines run this model: ``SimulatedAgent`` (the SimPy engine, one episode,
-floats) and the lockstep batch engine (``opar_sim.engines.batch``, N episodes,
-numpy arrays).  Every constant of the model is named here and nowhere else;
-every rule is a function here.  A rule whose float path is kept apart from its
-array path for speed (a Python ``min`` costs a tenth of a numpy call on a
-float) has both written side by side, in the same operations in the same
-order, so they give the same bits: ``tests/agents/test_expert_model.py``
-proves each pair equal with hypothesis.
+floats) and the lockstep batch engine (``opar_sim.engines.batch``, N episodes).
+Every constant of the model is named here and nowhere else; every rule is a
+function here.  The batch engine's row loops (``engines.batch.phases``) call
+these same float functions, compiled by Numba from this source, so there is
+one text of each rule; ``tests/agents/test_expert_model.py`` proves with
+hypothesis that the compiled rule gives the bits of the interpreted one.
+The task-heterogeneity rules run on arrays in the batch engine (numpy's
+``log`` and ``exp``, which a compiled loop might round differently): their
+array twins sit beside them, written in the same operations in the same order,
+and are proved equal the same way.
 """
 
 from __future__ import annotations
@@ -177,18 +180,6 @@ def result_tokens(tokens: int) -> int:
     return min(RESULT_TOKEN_CAP, tokens + RESULT_OVERHEAD)
 
 
-def result_tokens_array(tokens: np.ndarray) -> np.ndarray:
-    """``result_tokens`` of every row.
-
-    Args:
-        tokens: Each row's result tokens.
-
-    Returns:
-        The tokens each result adds.
-    """
-    return np.asarray(np.minimum(RESULT_TOKEN_CAP, tokens + RESULT_OVERHEAD))
-
-
 # -- plan quality -------------------------------------------------------------------
 def clip_quality(quality: float) -> float:
     """A fresh plan's quality held inside [``QUALITY_MIN``, ``QUALITY_MAX``].
@@ -200,18 +191,6 @@ def clip_quality(quality: float) -> float:
         The clipped quality.
     """
     return min(QUALITY_MAX, max(QUALITY_MIN, quality))
-
-
-def clip_quality_array(quality: np.ndarray) -> np.ndarray:
-    """``clip_quality`` of every row, in place.
-
-    Args:
-        quality: Each row's quality (overwritten).
-
-    Returns:
-        ``quality``, clipped.
-    """
-    return np.clip(quality, QUALITY_MIN, QUALITY_MAX, out=quality)
 
 
 def context_quality(quality: float, context: int, p: SimulatedAgentParams) -> float:
@@ -231,25 +210,6 @@ def context_quality(quality: float, context: int, p: SimulatedAgentParams) -> fl
         return quality
     factor = 1.0 - p.context_decay * excess / p.context_knee
     return max(p.quality_floor, quality * factor)
-
-
-def context_quality_array(
-    quality: np.ndarray, context: np.ndarray, p: SimulatedAgentParams
-) -> np.ndarray:
-    """``context_quality`` of every row.
-
-    Args:
-        quality: Each row's plan quality.
-        context: Each row's context tokens.
-        p: The agent's knobs.
-
-    Returns:
-        Each row's effective quality.
-    """
-    excess = context - p.context_knee
-    factor = 1.0 - p.context_decay * excess / p.context_knee
-    decayed = np.maximum(p.quality_floor, quality * factor)
-    return np.where(excess <= 0, quality, decayed)
 
 
 # -- the sensor: the evaluation from what is visible ---------------------------------
@@ -300,40 +260,6 @@ def sense(
     delta_act = min(1.0, max(0.0, act + ACT_NOISE * p.noise * noise_act))
     delta_plan = min(1.0, max(0.0, drift + PLAN_NOISE * p.noise * noise_plan))
     confidence = min(1.0, max(0.0, delta_task * (1.0 - CONFIDENCE_DRIFT * drift)))
-    return delta_task, delta_act, delta_plan, confidence
-
-
-def sense_array(
-    visible: np.ndarray,
-    drift: np.ndarray,
-    ok: np.ndarray,
-    productive: np.ndarray,
-    noises: np.ndarray,
-    p: SimulatedAgentParams,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """``sense`` of every row (σ = ``noise``: the batch engine runs no memory compression).
-
-    Args:
-        visible: Each row's visible progress.
-        drift: Each row's drift after this Reflect.
-        ok: Whether each row's call succeeded.
-        productive: Whether each row's visible progress rose.
-        noises: Standard normals, shape (3, n): δ_task's, δ_act's, δ_plan's.
-        p: The agent's knobs.
-
-    Returns:
-        (δ_task, δ_act, δ_plan, confidence), arrays in [0, 1].
-    """
-    delta_task = visible + p.bias
-    delta_task += p.noise * noises[0]
-    np.clip(delta_task, 0.0, 1.0, out=delta_task)
-    act = np.where(ok, np.where(productive, ACT_PRODUCTIVE, ACT_UNPRODUCTIVE), ACT_FAILED)
-    act += (ACT_NOISE * p.noise) * noises[1]
-    delta_act = np.clip(act, 0.0, 1.0, out=act)
-    delta_plan = drift + (PLAN_NOISE * p.noise) * noises[2]
-    np.clip(delta_plan, 0.0, 1.0, out=delta_plan)
-    confidence = delta_task * (1.0 - CONFIDENCE_DRIFT * drift)
-    np.clip(confidence, 0.0, 1.0, out=confidence)
     return delta_task, delta_act, delta_plan, confidence
 
 

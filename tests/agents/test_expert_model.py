@@ -1,8 +1,10 @@
-"""The noisy expert's model: each rule's float path and array path give the same bits.
+"""The noisy expert's model: the interpreted rule and the batch engine's compiled one agree.
 
-``SimulatedAgent`` (the SimPy engine) calls the float functions, the batch engine
-the array ones; hypothesis draws the inputs, and every element of the array result
-must equal the float result exactly (``==`` on floats, not a tolerance).
+``SimulatedAgent`` (the SimPy engine) runs each rule of ``expert_model`` as Python
+on floats; the batch engine's row loops (``engines.batch.phases``) run the same
+function compiled by Numba, with the knobs in ``phases.Knobs``.  Hypothesis draws
+the inputs, and the compiled result must equal the interpreted one exactly (``==``
+on floats, not a tolerance).  Heterogeneity's array rules are proved the same way.
 """
 
 from __future__ import annotations
@@ -10,9 +12,11 @@ from __future__ import annotations
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from numba import njit
 
 from opar_sim.agents import expert_model as m
 from opar_sim.agents.simulated import SimulatedAgent
+from opar_sim.engines.batch.phases import Knobs
 
 unit = st.floats(0.0, 1.0, allow_nan=False)
 normal = st.floats(-6.0, 6.0, allow_nan=False)
@@ -25,48 +29,76 @@ params = st.builds(
     quality_floor=unit,
 )
 row = st.tuples(unit, unit, st.booleans(), st.booleans(), normal, normal, normal)
+# the rules as the row loops run them: compiled from the module's own functions
+compiled = {
+    name: njit(getattr(m, name))
+    for name in (
+        "call_seconds",
+        "step_completions",
+        "step_token_bound",
+        "result_tokens",
+        "clip_quality",
+        "context_quality",
+        "drift_after",
+        "sense",
+    )
+}
 
 
 @settings(max_examples=200, deadline=None)
 @given(params, st.lists(row, min_size=1, max_size=20))
-def test_sense_floats_and_arrays_agree(p: m.SimulatedAgentParams, rows: list) -> None:
-    visible, drift, ok, productive, zt, za, zp = (np.array(c) for c in zip(*rows, strict=True))
-    noises = np.stack([zt, za, zp])
-    arrays = m.sense_array(visible, drift, ok, productive, noises.copy(), p)
-    for i, r in enumerate(rows):
-        floats = m.sense(r[0], r[1], r[2], r[3], r[4:], p.noise, p)
-        assert floats == tuple(float(a[i]) for a in arrays)
+def test_sense_interpreted_and_compiled_agree(p: m.SimulatedAgentParams, rows: list) -> None:
+    k = Knobs.of(p)
+    for visible, drift, ok, productive, zt, za, zp in rows:
+        after = m.drift_after(drift, productive)
+        assert compiled["drift_after"](drift, productive) == after
+        floats = m.sense(visible, after, ok, productive, (zt, za, zp), p.noise, p)
+        assert compiled["sense"](visible, after, ok, productive, (zt, za, zp), p.noise, k) == (
+            floats
+        )
 
 
 @settings(max_examples=200, deadline=None)
 @given(params, st.lists(st.tuples(unit, st.integers(0, 20_000)), min_size=1, max_size=20))
-def test_context_quality_floats_and_arrays_agree(p: m.SimulatedAgentParams, rows: list) -> None:
-    quality = np.array([q for q, _ in rows])
-    context = np.array([c for _, c in rows], np.int32)
-    arrays = m.context_quality_array(quality, context, p)
-    assert [m.context_quality(q, c, p) for q, c in rows] == arrays.tolist()
+def test_context_quality_interpreted_and_compiled_agree(
+    p: m.SimulatedAgentParams, rows: list
+) -> None:
+    k = Knobs.of(p)
+    for q, c in rows:
+        assert compiled["context_quality"](q, np.int32(c), k) == m.context_quality(q, c, p)
 
 
 @settings(max_examples=100, deadline=None)
 @given(st.lists(st.floats(-1.0, 2.0), min_size=1, max_size=20), st.lists(st.integers(0, 500)))
-def test_clips_floats_and_arrays_agree(qualities: list, tokens: list) -> None:
-    expected = [m.clip_quality(q) for q in qualities]
-    assert m.clip_quality_array(np.array(qualities)).tolist() == expected
-    assert m.result_tokens_array(np.array(tokens, np.int64)).tolist() == [
-        m.result_tokens(t) for t in tokens
+def test_clips_interpreted_and_compiled_agree(qualities: list, tokens: list) -> None:
+    assert [compiled["clip_quality"](q) for q in qualities] == [
+        m.clip_quality(q) for q in qualities
     ]
+    assert [compiled["result_tokens"](t) for t in tokens] == [m.result_tokens(t) for t in tokens]
 
 
 @settings(max_examples=100, deadline=None)
 @given(params, st.integers(0, 100_000), st.integers(0, 500), st.integers(1, 500))
-def test_costs_are_one_function_for_floats_and_arrays(
+def test_costs_interpreted_and_compiled_agree(
     p: m.SimulatedAgentParams, context: int, completion: int, maximum: int
 ) -> None:
-    seconds = m.call_seconds(np.array([context]), np.array([completion]), p)
-    assert seconds.tolist() == [m.call_seconds(context, completion, p)]
-    fresh = np.array([False, True])
-    bounds = m.step_token_bound(np.array([context, context]), fresh, p)
-    assert bounds.tolist() == [m.step_token_bound(context, f, p) for f in (False, True)]
+    for knobs, agent in ((p, p), (p.model_copy(update={"context_max": maximum}),) * 2):
+        k = Knobs.of(knobs)
+        assert compiled["call_seconds"](np.int32(context), completion, k) == m.call_seconds(
+            context, completion, agent
+        )
+        for fresh in (False, True):
+            assert compiled["step_completions"](fresh, k) == m.step_completions(fresh, agent)
+            assert compiled["step_token_bound"](np.int32(context), fresh, k) == (
+                m.step_token_bound(context, fresh, agent)
+            )
+
+
+@settings(max_examples=100, deadline=None)
+@given(params, st.integers(0, 100_000), st.integers(0, 500), st.integers(1, 500))
+def test_memory_compression_adds_a_fifth_call_to_the_bound(
+    p: m.SimulatedAgentParams, context: int, completion: int, maximum: int
+) -> None:
     compressing = p.model_copy(update={"context_max": maximum})
     assert (
         m.step_token_bound(context, True, compressing)

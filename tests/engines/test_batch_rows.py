@@ -13,7 +13,7 @@ import pytest
 
 from opar_sim.cli import main
 from opar_sim.engines.batch import run_batch, step_recorder
-from opar_sim.engines.batch.engine import TERMINATED
+from opar_sim.engines.batch.phases import TERMINATED
 from opar_sim.rundir import read_jsonl
 from opar_sim.running.runner import run_experiment
 from opar_sim.spec.build import load_spec

@@ -13,21 +13,11 @@ from typing import Protocol
 
 import numpy as np
 
-from controllers.batch import CONTINUE, REPLAN, TERMINATE, BatchLaw, Reading
+from controllers.batch import CONTINUE, TERMINATE, BatchLaw, Reading
 from opar_sim.agents.expert_model import (
     DONE_CLAIM,
-    DRIFT_KEEP,
-    DRIFT_STALL,
-    PRODUCTIVE_MARGIN,
-    WORLD_CHANGE_DRIFT,
     SimulatedAgentParams,
-    call_seconds,
-    clip_quality_array,
-    context_quality_array,
-    result_tokens_array,
-    sense_array,
     shifted_array,
-    step_token_bound,
     world_shift_array,
 )
 from opar_sim.core import outcome
@@ -35,11 +25,12 @@ from opar_sim.core.limits import Limits
 from opar_sim.core.outcome import Ending, judge_array
 from opar_sim.core.twin import TaskTwin, take_rows
 from opar_sim.core.types import Outcome
+from opar_sim.engines.batch import phases
+from opar_sim.engines.batch.phases import MAX_STEPS, RUNNING
 
 COMPACT = 0.8  # drop the finished rows once fewer than this share of the rows is live
 
-# episode status codes, and the ending each stands for (the kernel's judge reads them)
-RUNNING, TERMINATED, INVALID, TOKENS, TIME, MAX_STEPS = range(6)
+# the ending each status code stands for (the kernel's judge reads them)
 ENDINGS: tuple[Ending | None, ...] = (
     None,  # RUNNING: no episode is judged while it runs
     outcome.TERMINATED,
@@ -161,6 +152,7 @@ class _Engine:
         self.world, self.law, self.p, self.limits, self.rng = world, law, agent, limits, rng
         self.draws = draws or Draws(rng)
         self.goal_tokens = goal_tokens
+        self.knobs = phases.Knobs.of(agent)  # the float rules' knobs, as the row loops take them
         self.confirm = confirm  # the [guards] stop confirmation's k (1: every TERMINATE passes)
         # the step rows' hook (engines.batch.rows.StepRecorder.record): called at the end of
         # every step with the step number, the rows that made the Reflect and the state
@@ -195,122 +187,51 @@ class _Engine:
         self._record(np.ones(self.n, bool), out)
         return out.episodes()
 
-    # -- the clock and the model calls ----------------------------------------------
-    # Updates are branch-free arithmetic on whole arrays (``x += m * v``) rather than
-    # ``np.where`` or masked writes: a random mask makes masked writes mispredict, and
-    # each ``np.where`` allocates; rare events (cuts, stops) test ``any()`` first.
-    def _advance(self, m: np.ndarray, seconds: np.ndarray | float) -> np.ndarray:
-        """Let ``seconds`` pass for the rows of ``m``; cut those past the time budget."""
-        s, budget = self.state, self.limits.time_budget
-        s.now += m * seconds
-        # ``m`` lies inside ``alive``, and no other row is past the budget (a cut row's
-        # clock stops at it): one reduction tells whether anything was cut
-        if s.now.max(initial=0.0) <= budget:
-            return m
-        cut = s.now > budget
-        np.copyto(s.now, budget, where=cut)
-        np.copyto(s.status, TIME, where=cut)
-        s.alive &= ~cut
-        return np.asarray(s.alive & m)
-
-    def _call(self, m: np.ndarray, completion: np.ndarray | int) -> np.ndarray:
-        """One model call per row of ``m`` (``SimulatedAgent._llm_call``); the rows still alive."""
-        s = self.state
-        prompt = s.context
-        s.prompt += m * prompt
-        s.completion += m * completion
-        s.calls += m
-        return self._advance(m, call_seconds(prompt, completion, self.p))
-
-    def _effective_quality(self) -> np.ndarray:
-        """``SimulatedAgent.effective_quality``: the plan's quality decayed past the knee."""
-        return context_quality_array(self.state.quality, self.state.context, self.p)
-
     # -- one iteration of Algorithm 1 for every live episode ---------------------------
+    # The engine's own arithmetic runs in ``phases``' row loops; the twin, the law and the
+    # draws are called between them, in the order of Algorithm 1.
     def _step(self, t: int) -> None:
         s, p, world, rng, limits = self.state, self.p, self.world, self.rng, self.limits
-        n = self.n
+        k, budget = self.knobs, limits.time_budget
         # this step's uniforms (retry, invalid output, expert, tool failure) and normals
         # (the three evaluation noises, the tool latency), drawn in two blocks
         u, z = self.draws.step(s.ids, t)
-        # the hard token limit: the step's worst case must fit (SimulatedAgent.max_step_tokens)
-        spent = s.prompt + s.completion
-        spent += step_token_bound(s.context, s.fresh, p)
-        over = s.alive & (spent > limits.token_budget)
-        if over.any():
-            np.copyto(s.status, TOKENS, where=over)
-            s.alive &= ~over
-        # Observe
-        a = self._advance(s.alive, p.observe_seconds)
-        np.maximum(s.drift, WORLD_CHANGE_DRIFT * (a & world.world_changed()), out=s.drift)
-        s.context += world.observation_tokens * a
-        # Plan
-        s.replans += a & s.has_plan & s.fresh
-        new = a & (s.fresh | ~s.has_plan)
-        keep = a & ~new
-        quality = np.zeros(n)
+        rows = s.loop()
+        # the token check, Observe, and which rows draw a fresh plan
+        changed = world.world_changed()
+        a, new, keep = phases.observe(
+            rows,
+            k,
+            changed,
+            world.observation_tokens,
+            limits.token_budget,
+            p.observe_seconds,
+            budget,
+        )
+        quality = np.zeros(self.n)
         drawn = np.flatnonzero(new)  # Beta draws are dear: only the fresh plans'
         quality[drawn] = self.draws.beta(s.ids[drawn], t, p)
         if p.heterogeneous:
             quality[drawn] = shifted_array(quality[drawn], s.shift[drawn])
-        quality += p.critique_gain * (s.has_plan & s.critique_right)
-        clip_quality_array(quality)
-        done = self._call(a, p.continue_tokens + (p.plan_tokens - p.continue_tokens) * new)
-        new &= done
-        keep &= done
-        s.context += p.plan_tokens * new + p.continue_tokens * keep
-        s.has_plan |= new
-        old = ~new
-        s.drift *= old
-        s.quality = np.where(new, quality, s.quality)
-        s.cursor *= old
-        s.plan_age *= old
-        # Act: one retry after an output that fails validation
-        a = self._call(s.alive, p.act_tokens)
-        s.context += p.act_tokens * a
-        s.cursor += a
-        retry = a & (u[0] < p.invalid_format_rate)
-        if retry.any():
-            r = self._call(retry, p.act_tokens)
-            s.context += p.act_tokens * r
-            a &= s.alive
-            invalid = r & (u[1] < p.invalid_format_rate)
-        else:
-            invalid = np.zeros(n, bool)
+        # Plan, and Act with one retry after an output that fails validation
+        a, expert, valid, wrong = phases.plan_act(
+            rows, k, quality, new, keep, u, p.critique_gain, p.invalid_format_rate, budget
+        )
         world.sync(s.now, a, rng)
-        expert = u[2] < self._effective_quality()
-        action = world.act(expert, self.draws.pick(s.ids, t), a & ~expert)
+        action = world.act(expert, self.draws.pick(s.ids, t), wrong)
         # the action's name for the step rows, read before the call changes the world
         key = world.action_key(action) if self.record is not None else s.ids
         # the tool call (SimTask.execute): latency, timeout, failure, effect
-        valid = a & ~invalid
-        # invalid outputs in a row (``invalid`` lies inside ``a``): one more, or back to 0
-        s.invalid_run = np.where(a, (s.invalid_run + 1) * invalid, s.invalid_run)
-        s.tool_calls += valid
         seconds = world.start_call(valid, action, z[3], u[3], s.now, rng)
-        arrived = self._advance(valid, seconds)
+        arrived = phases.arrive(rows, valid, seconds, budget)
         ok, tokens = world.finish_call(arrived, action, s.now, rng)  # zero outside arrived
-        a &= s.alive  # less those cut during the tool call
-        s.context += a * result_tokens_array(tokens)
         # Reflect: the evaluation from what is visible, then the law
-        a = self._call(a, p.eval_tokens)
-        s.context += p.eval_tokens * a
+        a = phases.evaluate(rows, k, a, tokens, budget)
         world.sync(s.now, a, rng)
         visible = world.visible_progress()
-        productive = visible > s.visible + PRODUCTIVE_MARGIN
-        # from here on the rows outside ``a`` are finished (``a`` is ``s.alive``): what they
-        # never record (visible progress, drift, critique, clock of the last Reflect, the
-        # plan's freshness) is written without a mask
-        s.visible = visible
-        s.drift = DRIFT_KEEP * s.drift + DRIFT_STALL * ~productive
-        delta_task, delta_act, delta_plan, confidence = sense_array(
-            visible, s.drift, ok, productive, z, p
-        )
         truth = world.progress()
-        s.critique_right = np.abs(delta_task - truth) <= p.critique_tolerance
-        s.plan_age += a
-        dt = (s.now - s.last_reflect) * (s.steps > 0)  # 0 at the first Reflect
-        s.last_reflect = s.now.copy()
+        sensed, productive = phases.reflect(rows, k, a, ok, visible, truth, z, p.critique_tolerance)
+        delta_task, delta_act, delta_plan, confidence, dt = sensed
         reading = Reading(
             delta_task,
             delta_act,
@@ -338,30 +259,13 @@ class _Engine:
             claim = a & (signal == TERMINATE) & ~give_up
             s.claims = np.where(claim, s.claims + 1, np.where(a, 0, s.claims))
             signal = np.where(claim & (s.claims < self.confirm), CONTINUE, signal)
-        s.steps += a
-        # ``a`` may be ``s.alive`` itself, which the stops below change: the recorder's copy
-        reflected = a.copy() if self.record is not None else a
-        self.controller_steps += int(np.count_nonzero(a))
-        better = a & (delta_task >= s.best_delta)
-        s.best_delta = np.where(better, delta_task, s.best_delta)
-        s.best_step = np.where(better, t, s.best_step)
-        broken = a & (s.invalid_run >= 3)
-        stop = a & ~broken & (signal == TERMINATE)
-        if stop.any():
-            np.copyto(s.status, TERMINATED, where=stop)
-            np.copyto(s.give_up, give_up, where=stop)
-            np.copyto(s.best_step, t, where=stop)
-            s.alive &= ~stop
-        if broken.any():
-            np.copyto(s.status, INVALID, where=broken)
-            s.alive &= ~broken
-        s.fresh = signal == REPLAN
+        self.controller_steps += phases.conclude(rows, a, signal, give_up, delta_task, t)
         self.signals = signal  # the last step's signals (tests compare them with SimPy's)
         if self.record is not None:  # full-width arrays: the recorder keeps the rows of ``a``
             timeout, delivered = world.call_state()
             self.record(
                 t,
-                reflected,
+                a,
                 {
                     "episode": s.ids,
                     "time": s.now,
@@ -391,6 +295,12 @@ class _Engine:
                     "context_tokens": s.context,
                 },
             )
+
+    def _effective_quality(self) -> np.ndarray:
+        """``SimulatedAgent.effective_quality``: the plan's quality decayed past the knee."""
+        return np.asarray(
+            phases.effective_quality(self.state.quality, self.state.context, self.knobs)
+        )
 
     def _record(self, ended: np.ndarray, out: _Out) -> None:
         """Judge the episodes that just ended from their world, at their own clock."""
@@ -458,6 +368,34 @@ class _State:
         self.best_step = np.zeros(n, np.int32)
         self.claims = np.zeros(n, np.int32)  # consecutive completion claims (the confirmation)
         self.shift = np.zeros(n)  # the world's logit shift of plan quality (heterogeneity)
+
+    def loop(self) -> tuple[np.ndarray, ...]:
+        """The arrays the row loops read and change, in ``phases``' order."""
+        return (
+            self.alive,
+            self.status,
+            self.now,
+            self.context,
+            self.prompt,
+            self.completion,
+            self.calls,
+            self.fresh,
+            self.has_plan,
+            self.drift,
+            self.replans,
+            self.quality,
+            self.cursor,
+            self.plan_age,
+            self.critique_right,
+            self.invalid_run,
+            self.tool_calls,
+            self.visible,
+            self.last_reflect,
+            self.steps,
+            self.best_delta,
+            self.best_step,
+            self.give_up,
+        )
 
 
 class _Out:
