@@ -109,9 +109,8 @@ class FlightBookingBatch(SimTaskTwin):
         if infeasible.size:
             shape = (infeasible.size, f)
             hours[infeasible] = rng.integers(0, max(p.earliest_hour, 1), shape, dtype=np.int16)
-        self.price = np.round(raw, 0).astype(np.float32)
+        self.price, self.points_cost = kernels.fares(raw)
         self.hour = hours
-        self.points_cost = (raw * 60).astype(np.int32)
         self.seen = np.full((n, f), np.nan, np.float32)  # the fare last read; NaN: never read
         self.week_empty = rng.random(n) < p.empty_rate
         self.range = np.zeros(n, np.int8)
@@ -141,8 +140,8 @@ class FlightBookingBatch(SimTaskTwin):
         """The fields that follow from the fares and hours: validity and the best flight."""
         p = self.params
         # updated cell by cell on a rise (``sync``)
-        self.valid = (self.price <= p.max_price) & (self.hour >= p.earliest_hour)
-        self.best = kernels.best_valid(self.price, self.valid)
+        limit = np.float32(p.max_price)  # a fare is compared in float32, as numpy compares it
+        self.valid, self.best = kernels.derive(self.price, self.hour, limit, p.earliest_hour)
 
     def sync(self, now: np.ndarray, mask: np.ndarray, rng: np.random.Generator) -> None:
         """Apply every fare rise due by ``now`` in the rows of ``mask`` (a booked fare is locked).

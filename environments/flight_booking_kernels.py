@@ -332,12 +332,33 @@ def _cheapest_valid(fares: np.ndarray, valid: np.ndarray) -> int:
 
 
 @njit(cache=True, nogil=True)
-def best_valid(price: np.ndarray, valid: np.ndarray) -> np.ndarray:
-    """The cheapest valid flight of every row (lowest id on ties), or ``NONE``."""
+def fares(raw: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each drawn fare rounded to a whole number (float32), and its points cost (int32).
+
+    As ``np.round(raw, 0).astype(np.float32)`` and ``(raw * 60).astype(np.int32)``:
+    half to even, then truncation toward zero.
+    """
+    price = np.empty(raw.shape, np.float32)
+    points = np.empty(raw.shape, np.int32)
+    for i in range(raw.shape[0]):
+        for j in range(raw.shape[1]):
+            price[i, j] = np.float32(np.rint(raw[i, j]))
+            points[i, j] = np.int32(raw[i, j] * 60)
+    return price, points
+
+
+@njit(cache=True, nogil=True)
+def derive(
+    price: np.ndarray, hour: np.ndarray, limit: np.float32, earliest_hour: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Which flights are valid (fare within ``limit``, late enough), and each row's best."""
+    valid = np.empty(price.shape, np.bool_)
     best = np.empty(price.shape[0], np.int64)
     for i in range(price.shape[0]):
+        for j in range(price.shape[1]):
+            valid[i, j] = (price[i, j] <= limit) & (hour[i, j] >= earliest_hour)
         best[i] = _cheapest_valid(price[i], valid[i])
-    return best
+    return valid, best
 
 
 @njit(cache=True, nogil=True)
