@@ -6,8 +6,8 @@ which ``SimulatedAgent`` runs on floats), the same tool timing
 (``SimTask.execute``), the same hard limits, and a vectorised model of the task
 (its array twin, ``opar_sim.core.twin``, registered beside the task: the engine
 imports no task) and of the Reflect law (``controllers.batch``), on every
-episode at once: step t of
-every live episode is one set of numpy operations.  Each episode keeps its
+episode at once: step t of every live episode is one pass over arrays (row
+loops compiled by Numba, and numpy).  Each episode keeps its
 own simulated clock, advanced phase by phase, so the time budget cuts an
 episode exactly where SimPy would (the tokens of a call are spent when it
 starts, as in ``SimulatedAgent._llm_call``).
@@ -28,7 +28,7 @@ compression) it refuses with a one-line ``SpecError``; what it leaves out of
 the rows (steps.jsonl, answers of truncated episodes) is in docs/batch.md.
 
 The package: ``engine`` (the state of N episodes and one step of the loop on
-it), ``rows`` (the episodes as ``episodes.jsonl`` lines and Parquet, the steps through the
+it), ``phases`` (the step's own arithmetic as compiled row loops), ``rows`` (the episodes as ``episodes.jsonl`` lines and Parquet, the steps through the
 engine's ``record`` hook); here, what the
 engine accepts and how a run is cut into chunks.
 """
