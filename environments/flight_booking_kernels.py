@@ -138,7 +138,7 @@ def choose(
     return tool, flight, pay
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _cheapest(fares: np.ndarray, shown: int) -> int:
     """The first of the ``shown`` flights at the lowest fare."""
     best, fare = 0, np.inf
@@ -148,7 +148,7 @@ def _cheapest(fares: np.ndarray, shown: int) -> int:
     return best
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _cheapest_seen(
     i: int,
     seen: np.ndarray,
@@ -268,7 +268,7 @@ def apply(
     return ok, tokens
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _read_page(
     i: int,
     turn: bool,
@@ -321,7 +321,7 @@ def rise(
             best[i] = _cheapest_valid(price[i], valid[i])
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _cheapest_valid(fares: np.ndarray, valid: np.ndarray) -> int:
     """The cheapest valid flight of one row (lowest id on ties), or ``NONE``."""
     best, fare = NONE, np.float32(np.inf)
