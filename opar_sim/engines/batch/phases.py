@@ -1,15 +1,16 @@
 """The engine's own arithmetic of each phase of a step, as row loops compiled by Numba.
 
 ``engine._Engine._step`` calls the task twin, the law and the draws between
-these loops; each loop runs one stretch of Algorithm 1 for every row, in the
-order the array passes it replaces ran (so the bits are the same).  The noisy
+these loops; each loop runs one stretch of Algorithm 1 for every row, each
+row's arithmetic in the order the SimPy engine's agent does it (the exactness
+test replays its draws through both).  The noisy
 expert's rules are not restated here: the loops call ``agents.expert_model``'s
 float functions (``step_token_bound``, ``call_seconds``, ``context_quality``,
 ``sense`` ...), compiled from the same source (``register_jitable``), with the
 agent's knobs in a named tuple (``Knobs``) in place of the pydantic model.
 
-A clock past the time budget stops at it and ends its episode (status ``TIME``),
-as ``_Engine._advance`` did; the rows outside a phase's mask are left alone.
+Every clock moves through ``_advance``: past the time budget it stops there and
+ends its episode (status ``TIME``).  The rows outside a phase's mask are left alone.
 """
 
 from __future__ import annotations
@@ -83,6 +84,22 @@ class Knobs(NamedTuple):
 
 
 @register_jitable
+def _advance(
+    i: int, seconds: float, budget: float, now: Array, status: Array, alive: Array
+) -> bool:
+    """Row ``i``'s clock moves ``seconds``: whether the row still runs.
+
+    A clock past the time budget stops at it and ends the episode (``TIME``).  Branch-free.
+    """
+    now[i] += seconds
+    cut = now[i] > budget
+    now[i] = budget if cut else now[i]
+    status[i] = TIME if cut else status[i]
+    alive[i] = alive[i] and not cut
+    return not cut
+
+
+@register_jitable
 def _spend(
     i: int,
     m: bool,
@@ -99,21 +116,16 @@ def _spend(
 ) -> bool:
     """A model call of row ``i`` if ``m`` (``SimulatedAgent._llm_call``): whether it completed.
 
-    The call's tokens are spent when it starts; its duration may cross the time budget,
-    which stops the clock there and ends the episode (``TIME``).  Branch-free (``m``
-    multiplies, as the array passes did), so the loop keeps no unpredictable jump.
+    The call's tokens are spent when it starts; its duration may cross the time budget
+    (``_advance``).  Branch-free (``m`` multiplies, as the array passes did), so the loop
+    keeps no unpredictable jump.
     """
     read = context[i]
     prompt[i] += m * read
     completion[i] += m * tokens
     calls[i] += m
-    now[i] += m * call_seconds(read, tokens, p)
-    cut: bool = m & (now[i] > budget)
-    now[i] = budget if cut else now[i]
-    status[i] = TIME if cut else status[i]
-    alive[i] = alive[i] and not cut
-    done: bool = m and not cut
-    return done
+    done: bool = _advance(i, m * call_seconds(read, tokens, p), budget, now, status, alive)
+    return m and done
 
 
 @njit(cache=True, nogil=True)
@@ -145,11 +157,7 @@ def observe(
             status[i] = TOKENS
             alive[i] = False
             continue
-        now[i] += observe_seconds
-        if now[i] > budget:
-            now[i] = budget
-            status[i] = TIME
-            alive[i] = False
+        if not _advance(i, observe_seconds, budget, now, status, alive):
             continue
         a[i] = True
         if changed[i]:
@@ -244,13 +252,7 @@ def arrive(s: Rows, valid: Array, seconds: Array, budget: float) -> Array:
     arrived = np.zeros(alive.size, np.bool_)
     for i in range(alive.size):
         if valid[i]:
-            now[i] += seconds[i]
-            if now[i] > budget:
-                now[i] = budget
-                status[i] = TIME
-                alive[i] = False
-            else:
-                arrived[i] = True
+            arrived[i] = _advance(i, seconds[i], budget, now, status, alive)
     return arrived
 
 
