@@ -31,6 +31,7 @@ from opar_sim.spec.edit import with_overrides
 
 FULL = (2_000, 100_000)
 QUICK = (5, 2_000)  # the smoke test's: the difference is noise, the path is exercised
+WARM = 200  # episodes of the warm-up run of ``breakdown``
 
 
 def steps_of(out: Path) -> int:
@@ -59,7 +60,11 @@ def breakdown(episodes: int, work: Path) -> dict[str, float]:
     """CPU µs per step of the parts of a batch run's rows, in this process.
 
     Files only for the summary (which reads ``episodes.parquet`` back, as ``finish_run``).
+    Timed warm: a small run goes through every part first (compiled kernels loaded, as
+    differencing the CLI's sizes cancels their loading).
     """
+    if episodes > WARM:
+        breakdown(WARM, work)
     spec = with_overrides(load_spec(memory.SPEC), episodes=episodes, controller="pid")
     clock = time.process_time
     start = clock()

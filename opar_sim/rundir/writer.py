@@ -72,7 +72,7 @@ class RunWriter:
         self,
         index: int,
         units: tuple[int, int],
-        episodes: str | bytes | bytearray,
+        episodes: str | bytes | bytearray | memoryview,
         steps: str,
         calls: str = "",
     ) -> None:
