@@ -345,8 +345,10 @@ def table_columns(tables: Sequence[pa.Table], fields: Sequence[str]) -> dict[str
         Field -> its values in row order.
     """
     names = tables[0].column_names if tables else []
-    return {
-        name: [v for table in tables for v in python_list(table.column(name))]
-        for name in fields
-        if name in names
-    }
+    columns: dict[str, list[Any]] = {}
+    for name in fields:
+        if name in names:
+            columns[name] = []
+            for table in tables:
+                columns[name] += python_list(table.column(name))
+    return columns

@@ -128,7 +128,8 @@ def join_lines(pieces: list[bytes], holes: list[tuple[str, Any]]) -> memoryview:
     joined = np.concatenate(words) if words else np.zeros(0, np.uint8)
     word_ends = np.cumsum(np.concatenate(ends)) if ends else np.zeros(0, np.int64)
     # room for the longest line there can be: no line is written past its row's share
-    width = sum(map(len, pieces)) + _INT_WIDTH * len(ints) + sum(int(e.max(initial=0)) for e in ends)
+    width = sum(map(len, pieces)) + _INT_WIDTH * len(ints)
+    width += sum(int(e.max(initial=0)) for e in ends)
     out = np.empty(n * width, np.uint8)
     piece_ends = np.cumsum([len(p) for p in pieces])
     used = write_lines(
