@@ -23,7 +23,7 @@ import pyarrow.parquet as pq
 
 from opar_sim.engines.batch import episode_table, run_batch, step_recorder
 from opar_sim.engines.batch.coding import answer_codes, outcome_codes
-from opar_sim.engines.batch.lines import episode_lines
+from opar_sim.engines.batch.lines import line_blocks
 from opar_sim.measure.stats import Summary
 from opar_sim.rundir.columnar import EPISODES_PARQUET, encode, table_columns
 from opar_sim.running.runner import SUMMARY_FIELDS
@@ -87,7 +87,7 @@ def breakdown(episodes: int, work: Path) -> dict[str, float]:
     made = (outcome_codes(result), answer_codes(result))
     codes = clock() - start
     start = clock()
-    lines = episode_lines(spec, 0, 0, result, made)
+    lines = sum(len(block) for block in line_blocks(spec, 0, 0, result, made))
     text = clock() - start
     start = clock()
     episodes = episode_table(spec, 0, 0, result, made)
@@ -109,7 +109,7 @@ def breakdown(episodes: int, work: Path) -> dict[str, float]:
         "episodes_parquet": episodes_parquet / n * 1e6,
         "summary": summary / n * 1e6,
         "steps_parquet_mb": steps_sink.tell() / 1e6,
-        "episode_lines_mb": len(lines) / 1e6,
+        "episode_lines_mb": lines / 1e6,
     }
 
 

@@ -40,7 +40,7 @@ def spec_bytes(spec: ExperimentSpec) -> bytes:
     return (spec.model_dump_json(indent=2) + "\n").encode()
 
 
-def sha256(data: bytes | bytearray | memoryview) -> str:
+def sha256(data: bytes | bytearray) -> str:
     """The hex SHA-256 of ``data``."""
     return hashlib.sha256(data).hexdigest()
 

@@ -27,8 +27,10 @@ def write_lines(
     codes: np.ndarray,
     words: np.ndarray,
     word_ends: np.ndarray,
+    first: int,
+    last: int,
 ) -> int:
-    """Write the lines into ``out``; returns the bytes written.
+    """Write the lines of rows ``first``..``last - 1`` from the start of ``out``.
 
     Args:
         out: Room for the lines (uint8, at least their length).
@@ -39,12 +41,16 @@ def write_lines(
         codes: The text holes' codes into ``words``, a row per hole of ``TEXT`` kind.
         words: Every vocabulary's entries, one after another (uint8).
         word_ends: Where each entry ends in ``words`` (entry k starts at ``word_ends[k-1]``).
+        first: The first row.
+        last: One past the last row.
+
+    Returns:
+        The bytes written.
     """
-    n = ints.shape[1] if ints.shape[0] else codes.shape[1]
     digits = np.empty(20, np.uint8)
     ten = np.uint64(10)
     at = 0
-    for i in range(n):
+    for i in range(first, last):
         start = 0
         next_int = 0
         next_text = 0

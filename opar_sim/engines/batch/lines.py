@@ -14,6 +14,7 @@ much, a dict and orjson per episode about twenty times.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -27,6 +28,7 @@ from opar_sim.engines.batch.line_kernel import INT, NULL, TEXT, write_lines
 from opar_sim.rundir import EpisodeRow, to_line
 from opar_sim.spec.schema import ExperimentSpec
 
+_ROWS = 8192  # the lines of a block (a few MiB)
 _HOLE = "\x00"  # marks a hole of the line template (orjson writes it as an escape)
 # the template's holes, in the order of the line: (field, how its values are written)
 _HOLES = (
@@ -52,8 +54,23 @@ def episode_lines(
     start: int,
     result: BatchEpisodes,
     made: tuple[Coded, Coded] | None = None,
-) -> memoryview:
+) -> bytes:
+    """The episodes.jsonl lines of a batch of episodes (``line_blocks``, joined)."""
+    return b"".join(bytes(block) for block in line_blocks(spec, controller, start, result, made))
+
+
+def line_blocks(
+    spec: ExperimentSpec,
+    controller: int,
+    start: int,
+    result: BatchEpisodes,
+    made: tuple[Coded, Coded] | None = None,
+) -> Iterator[memoryview]:
     """The episodes.jsonl lines of a batch of episodes, in the SimPy engine's row format.
+
+    The lines come in blocks of ``_ROWS`` episodes, each made in the memory of the last
+    (a block is good until the next is asked for): the lines of a large run are never
+    all in memory, nor is memory touched for the first time for each.
 
     Args:
         spec: The spec they ran from.
@@ -62,8 +79,8 @@ def episode_lines(
         result: What ``run_batch`` returned.
         made: Its outcomes and answers as codes, if already made (``rows.episode_rows``).
 
-    Returns:
-        One JSON line per episode, UTF-8.
+    Yields:
+        Blocks of JSON lines, one per episode, UTF-8.
     """
     outcomes, answers = made if made is not None else (outcome_codes(result), answer_codes(result))
     success = np.array([o == Outcome.SUCCESS.value for o in outcomes[1]], bool)[outcomes[0]]
@@ -89,10 +106,18 @@ def episode_lines(
         "tool_calls": result.tool_calls,
         "replans": result.replans,
     }
-    return join_lines(_line_template(spec, controller), [(kind, values[f]) for f, kind in _HOLES])
+    holes = [(kind, values[name]) for name, kind in _HOLES]
+    yield from join_blocks(_line_template(spec, controller), holes)
 
 
-def join_lines(pieces: list[bytes], holes: list[tuple[str, Any]]) -> memoryview:
+def join_lines(pieces: list[bytes], holes: list[tuple[str, Any]]) -> bytes:
+    """``join_blocks`` (the same arguments), joined."""
+    return b"".join(bytes(block) for block in join_blocks(pieces, holes))
+
+
+def join_blocks(
+    pieces: list[bytes], holes: list[tuple[str, Any]], rows: int = _ROWS
+) -> Iterator[memoryview]:
     """Lines ``pieces[0] + hole_0 + pieces[1] + ... + hole_last + pieces[-1]``, one per row.
 
     Args:
@@ -100,9 +125,11 @@ def join_lines(pieces: list[bytes], holes: list[tuple[str, Any]]) -> memoryview:
         holes: Each hole's kind and values, one per row: ``int`` (integers, ``NULL``
             for null), ``float`` (floats, as orjson writes them: NaN as null), ``bool``
             (``true``, ``false``) or ``text`` (a pair: codes into distinct texts).
+        rows: The lines of a block, at most.
 
-    Returns:
-        The lines' bytes, UTF-8.
+    Yields:
+        The lines' bytes, UTF-8, a block of ``rows`` lines at a time (in one buffer: a block
+        is good until the next is asked for).
     """
     n = len(holes[0][1][0] if holes[0][0] == "text" else holes[0][1])
     kinds = np.array([INT if kind == "int" else TEXT for kind, _ in holes], np.int8)
@@ -130,19 +157,14 @@ def join_lines(pieces: list[bytes], holes: list[tuple[str, Any]]) -> memoryview:
     # room for the longest line there can be: no line is written past its row's share
     width = sum(map(len, pieces)) + _INT_WIDTH * len(ints)
     width += sum(int(e.max(initial=0)) for e in ends)
-    out = np.empty(n * width, np.uint8)
+    out = np.empty(min(n, rows) * width, np.uint8)
+    template = np.frombuffer(b"".join(pieces), np.uint8)
     piece_ends = np.cumsum([len(p) for p in pieces])
-    used = write_lines(
-        out,
-        np.frombuffer(b"".join(pieces), np.uint8),
-        piece_ends,
-        kinds,
-        ints.reshape(len(ints), n),
-        np.array(texts, np.int64).reshape(len(texts), n),
-        joined,
-        word_ends,
-    )
-    return out.data[:used]
+    numbers = ints.reshape(len(ints), n)
+    text_codes = np.array(texts, np.int64).reshape(len(texts), n)
+    inputs = (template, piece_ends, kinds, numbers, text_codes, joined, word_ends)
+    for a in range(0, n, rows):
+        yield out.data[: write_lines(out, *inputs, a, min(n, a + rows))]
 
 
 def _floats(values: Any) -> tuple[bytes, np.ndarray]:

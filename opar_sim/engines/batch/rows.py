@@ -14,7 +14,7 @@ and result texts, the law's terms and reason, the answer so far) is in docs/batc
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -23,7 +23,7 @@ import pyarrow as pa
 from opar_sim.core.types import Outcome
 from opar_sim.engines.batch.coding import Coded, answer_codes, outcome_codes
 from opar_sim.engines.batch.engine import BatchEpisodes
-from opar_sim.engines.batch.lines import episode_lines, run_seed
+from opar_sim.engines.batch.lines import episode_lines, line_blocks, run_seed
 from opar_sim.spec.schema import ExperimentSpec
 
 ActionLabel = Callable[[int], "tuple[str, str]"]
@@ -70,7 +70,7 @@ _FLAGS = (
 
 def episode_rows(
     spec: ExperimentSpec, controller: int, start: int, result: BatchEpisodes
-) -> tuple[memoryview, pa.Table]:
+) -> tuple[Iterator[memoryview], pa.Table]:
     """``episode_text`` and ``episode_table`` at once (the outcomes and answers made once).
 
     Args:
@@ -80,11 +80,11 @@ def episode_rows(
         result: What ``run_batch`` returned.
 
     Returns:
-        The episodes.jsonl lines (UTF-8) and the episodes.parquet rows.
+        The episodes.jsonl lines (UTF-8 blocks, ``line_blocks``) and the episodes.parquet rows.
     """
     made = (outcome_codes(result), answer_codes(result))
     return (
-        episode_lines(spec, controller, start, result, made),
+        line_blocks(spec, controller, start, result, made),
         episode_table(spec, controller, start, result, made),
     )
 
