@@ -3,8 +3,8 @@
 ``cli_batch`` runs ``opar-sim run --engine batch`` (the default spec, the PID) at two sizes
 in fresh interpreters and differences their CPU time (this cancels the start-up and the
 progress figure, drawn from 2,000 episodes in both): what is left is the engine, the step
-recording, the episode lines, the Parquet files, the summary and the figure's reading of
-the steps, per step.  ``breakdown`` times those parts in this process.
+recording, the outcome and answer codes, the episode lines, the Parquet files, the summary
+and the figure's reading of the steps, per step.  ``breakdown`` times those parts in this process.
 
     python benchmarks/batch_rows.py [SMALL LARGE]
 """
@@ -22,15 +22,17 @@ import memory
 import pyarrow.parquet as pq
 
 from opar_sim.engines.batch import episode_table, run_batch, step_recorder
-from opar_sim.engines.batch.lines import episode_lines
+from opar_sim.engines.batch.coding import answer_codes, outcome_codes
+from opar_sim.engines.batch.lines import line_blocks
 from opar_sim.measure.stats import Summary
-from opar_sim.rundir.columnar import EPISODES_PARQUET, encode, episode_columns
+from opar_sim.rundir.columnar import EPISODES_PARQUET, encode, table_columns
 from opar_sim.running.runner import SUMMARY_FIELDS
 from opar_sim.spec.build import load_spec
 from opar_sim.spec.edit import with_overrides
 
 FULL = (2_000, 100_000)
 QUICK = (5, 2_000)  # the smoke test's: the difference is noise, the path is exercised
+WARM = 200  # episodes of the warm-up run of ``breakdown``
 
 
 def steps_of(out: Path) -> int:
@@ -58,8 +60,13 @@ def cli_batch(sizes: tuple[int, int], work: Path) -> dict[str, Any]:
 def breakdown(episodes: int, work: Path) -> dict[str, float]:
     """CPU µs per step of the parts of a batch run's rows, in this process.
 
-    Files only for the summary (which reads ``episodes.parquet`` back, as ``finish_run``).
+    As ``runner._run_batch``: the outcomes and answers coded once for the lines and the
+    table, the summary from the table in memory.  Timed warm: a small run goes through
+    every part first (compiled kernels loaded, as differencing the CLI's sizes cancels
+    their loading).
     """
+    if episodes > WARM:
+        breakdown(WARM, work)
     spec = with_overrides(load_spec(memory.SPEC), episodes=episodes, controller="pid")
     clock = time.process_time
     start = clock()
@@ -77,14 +84,18 @@ def breakdown(episodes: int, work: Path) -> dict[str, float]:
     encode([table], steps_sink)
     parquet = clock() - start
     start = clock()
-    lines = episode_lines(spec, 0, 0, result)
+    made = (outcome_codes(result), answer_codes(result))
+    codes = clock() - start
+    start = clock()
+    lines = sum(len(block) for block in line_blocks(spec, 0, 0, result, made))
     text = clock() - start
     start = clock()
+    episodes = episode_table(spec, 0, 0, result, made)
     with open(work / EPISODES_PARQUET, "wb") as f:
-        encode([episode_table(spec, 0, 0, result)], f)
+        encode([episodes], f)
     episodes_parquet = clock() - start
     start = clock()
-    Summary().add_columns(episode_columns(work, SUMMARY_FIELDS))
+    Summary().add_columns(table_columns([episodes], SUMMARY_FIELDS))
     summary = clock() - start
     n = int(plain.steps.sum())
     return {
@@ -93,11 +104,12 @@ def breakdown(episodes: int, work: Path) -> dict[str, float]:
         "recording": (recorded - engine) / n * 1e6,
         "step_columns": columns / n * 1e6,
         "steps_parquet": parquet / n * 1e6,
+        "episode_codes": codes / n * 1e6,
         "episode_lines": text / n * 1e6,
         "episodes_parquet": episodes_parquet / n * 1e6,
         "summary": summary / n * 1e6,
         "steps_parquet_mb": steps_sink.tell() / 1e6,
-        "episode_lines_mb": len(lines) / 1e6,
+        "episode_lines_mb": lines / 1e6,
     }
 
 

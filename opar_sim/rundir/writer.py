@@ -10,11 +10,12 @@ removed by the next attempt (``claim_whole_run``) and named by the readers.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import re
 import shutil
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
@@ -37,11 +38,12 @@ from opar_sim.rundir.manifest import (
     Repair,
     chunk_line,
     fsync_dir,
-    sha256,
     whole_line,
     whole_manifest,
 )
 from opar_sim.spec.schema import ExperimentSpec
+
+Bytes = bytes | bytearray | memoryview  # UTF-8 text, written as it is
 
 
 class RunWriter:
@@ -72,7 +74,7 @@ class RunWriter:
         self,
         index: int,
         units: tuple[int, int],
-        episodes: str | bytes | bytearray,
+        episodes: str | Bytes | Iterable[Bytes],
         steps: str,
         calls: str = "",
     ) -> None:
@@ -81,7 +83,8 @@ class RunWriter:
         Args:
             index: The run, in ``runs``.
             units: The chunk's episodes counted over the controllers in file order.
-            episodes: Its episodes.jsonl lines (or already UTF-8: written as they are).
+            episodes: Its episodes.jsonl lines (or already UTF-8: written as they are; or
+                UTF-8 blocks, each written and hashed before the next is asked for).
             steps: Its steps.jsonl lines.
             calls: Its calls.jsonl lines (LLM agents).
         """
@@ -97,14 +100,21 @@ class RunWriter:
         name = MANIFEST_FILE
         try:
             for name, text in texts.items():
-                data = text.encode() if isinstance(text, str) else text
+                blocks = [text.encode()] if isinstance(text, str) else _blocks(text)
                 skip = CALLS_FILE if not self.columnar else (CALLS_FILE, STEPS_FILE)
-                if data or name not in skip or (out / name).exists():
-                    f = self._file(out, name)
-                    f.write(data)
+                f = None if name in skip and not (out / name).exists() else self._file(out, name)
+                hasher, size = hashlib.sha256(), 0
+                for data in blocks:  # each block written before the next is made
+                    if f is None and len(data):
+                        f = self._file(out, name)
+                    if f is not None:
+                        f.write(data)
+                    hasher.update(data)
+                    size += len(data)
+                if f is not None:
                     f.flush()
                     os.fsync(f.fileno())
-                entry[name] = (state.ends[name] + len(data), sha256(data))
+                entry[name] = (state.ends[name] + size, hasher.hexdigest())
             name = MANIFEST_FILE
             with open_append(out / MANIFEST_FILE) as m:
                 m.write(chunk_line(units, entry))
@@ -253,3 +263,8 @@ def write_whole_run(
     except Exception:
         shutil.rmtree(build, ignore_errors=True)
         raise
+
+
+def _blocks(text: Bytes | Iterable[Bytes]) -> Iterable[Bytes]:
+    """A chunk's text as blocks of bytes (one block, or the blocks it is)."""
+    return [text] if isinstance(text, bytes | bytearray | memoryview) else text

@@ -45,6 +45,7 @@ from opar_sim.rundir.columnar import (
     EPISODES_PARQUET,
     episode_columns,
     has_parquet,
+    table_columns,
     table_step_arrays,
 )
 from opar_sim.rundir.columns import read_episode_rows
@@ -185,15 +186,14 @@ def run_many(
         owner += [index] * len(planned)
     writer = RunWriter(runs, on_run, starts, columnar=engine == "batch")
     if engine == "batch":
-        kept_traces = []
+        done_runs = []
         try:
-            for index, (spec, _) in enumerate(runs):
-                kept_traces.append(_run_batch(spec, index, writer, on_progress, keep_traces))
+            for index, (spec, out) in enumerate(runs):
+                traces, episodes = _run_batch(spec, index, writer, on_progress, keep_traces)
+                done_runs.append(finish_run(spec, out, episodes=episodes))
+                done_runs[-1].traces = traces
         finally:
             writer.close()
-        done_runs = [finish_run(spec, out) for spec, out in runs]
-        for done_run, traces in zip(done_runs, kept_traces, strict=True):
-            done_run.traces = traces
         return done_runs
     kept = [_Kept(keep_traces) if keep_traces and not skip else None for skip in done]
     try:
@@ -224,12 +224,13 @@ def _run_batch(
     writer: RunWriter,
     on_progress: Callable[[int], None] | None,
     keep: int,
-) -> dict[str, list[EpisodeTrace]] | None:
+) -> tuple[dict[str, list[EpisodeTrace]] | None, list[Any]]:
     """Run ``spec`` on the batch engine: episodes.jsonl per controller, then the Parquet files.
 
     Returns:
         With ``keep``: each controller's first ``keep`` trajectories (from the step rows in
-        memory, as ``iter_traces`` reads them back); else None.
+        memory, as ``iter_traces`` reads them back), else None; and the episodes.parquet
+        tables written (a table per controller).
     """
     n = spec.episodes
     steps = step_recorder(spec)
@@ -249,7 +250,7 @@ def _run_batch(
         if on_progress is not None:
             on_progress(n)
     writer.write_whole(index, tables)
-    return traces if keep else None
+    return (traces if keep else None), tables[EPISODES_PARQUET]
 
 
 class _Kept:
@@ -291,18 +292,28 @@ def _started(out: Path) -> bool:
     return out.is_dir() and any((out / name).exists() for name in RESUMABLE_FILES)
 
 
-def finish_run(spec: ExperimentSpec, out: Path, *, resumed_from: int = 0) -> RunResult:
+def finish_run(
+    spec: ExperimentSpec,
+    out: Path,
+    *,
+    resumed_from: int = 0,
+    episodes: Sequence[Any] | None = None,
+) -> RunResult:
     """Write summary.json (and llm.json for LLM runs) from the files on disk.
 
     Args:
         spec: The spec the run was made from.
         out: The run directory.
         resumed_from: Episodes that were already on disk when the run started.
+        episodes: A batch run's episodes.parquet tables, just written (None: read the file).
 
     Returns:
         The run's directory and per-controller summary.
     """
     summary = Summary(trials=spec.trials)
+    if episodes is not None:  # a batch run's rows, still in memory: added up at once
+        summary.add_columns(table_columns(episodes, SUMMARY_FIELDS))
+        return _summarized(out, summary)
     if has_parquet(out, EPISODES_PARQUET):  # a batch run: one row per episode, added up at once
         summary.add_columns(episode_columns(out, SUMMARY_FIELDS))
         return _summarized(out, summary)

@@ -14,15 +14,16 @@ and result texts, the law's terms and reason, the answer so far) is in docs/batc
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
 from opar_sim.core.types import Outcome
+from opar_sim.engines.batch.coding import Coded, answer_codes, outcome_codes
 from opar_sim.engines.batch.engine import BatchEpisodes
-from opar_sim.engines.batch.lines import episode_lines, run_seed
+from opar_sim.engines.batch.lines import episode_lines, line_blocks, run_seed
 from opar_sim.spec.schema import ExperimentSpec
 
 ActionLabel = Callable[[int], "tuple[str, str]"]
@@ -69,7 +70,7 @@ _FLAGS = (
 
 def episode_rows(
     spec: ExperimentSpec, controller: int, start: int, result: BatchEpisodes
-) -> tuple[bytearray, pa.Table]:
+) -> tuple[Iterator[memoryview], pa.Table]:
     """``episode_text`` and ``episode_table`` at once (the outcomes and answers made once).
 
     Args:
@@ -79,12 +80,12 @@ def episode_rows(
         result: What ``run_batch`` returned.
 
     Returns:
-        The episodes.jsonl lines (UTF-8) and the episodes.parquet rows.
+        The episodes.jsonl lines (UTF-8 blocks, ``line_blocks``) and the episodes.parquet rows.
     """
-    judged, answers = result.judged(), result.answers()
+    made = (outcome_codes(result), answer_codes(result))
     return (
-        episode_lines(spec, controller, start, result, (judged, answers)),
-        episode_table(spec, controller, start, result, (judged, answers)),
+        line_blocks(spec, controller, start, result, made),
+        episode_table(spec, controller, start, result, made),
     )
 
 
@@ -93,10 +94,10 @@ def episode_text(
     controller: int,
     start: int,
     result: BatchEpisodes,
-    made: tuple[np.ndarray, list[str]] | None = None,
+    made: tuple[Coded, Coded] | None = None,
 ) -> str:
     """``lines.episode_lines`` (the same arguments) as text: one JSON line per episode."""
-    return episode_lines(spec, controller, start, result, made).decode()
+    return str(episode_lines(spec, controller, start, result, made), "utf-8")
 
 
 def _text(values: list[str], n: int) -> pa.DictionaryArray:
@@ -134,7 +135,7 @@ def episode_table(
     controller: int,
     start: int,
     result: BatchEpisodes,
-    made: tuple[np.ndarray, list[str]] | None = None,
+    made: tuple[Coded, Coded] | None = None,
 ) -> pa.Table:
     """The rows ``episode_text`` writes, as a pyarrow table (``episodes.parquet``).
 
@@ -143,21 +144,14 @@ def episode_table(
         controller: The controller's index in ``spec.controller_list()``.
         start: The first episode's number.
         result: What ``run_batch`` returned.
-        made: Its outcomes and answers, if already made (``episode_rows``).
+        made: Its outcomes and answers as codes, if already made (``episode_rows``).
 
     Returns:
         One row per episode, the ``EpisodeRow`` fields in the schema's order.
     """
     n = len(result.steps)
-    judged, answers = made if made is not None else (result.judged(), result.answers())
-    labels = judged.tolist()
-    outcomes = list(dict.fromkeys(labels))  # a few labels: coded without a sort of n texts
-    outcome_codes = np.fromiter(
-        map({o: k for k, o in enumerate(outcomes)}.__getitem__, labels), np.int32, n
-    )
-    vocabulary = list(dict.fromkeys(answers))
-    index = {a: k for k, a in enumerate(vocabulary)}
-    answer_codes = np.fromiter(map(index.__getitem__, answers), np.int32, n)
+    outcomes, answers = made if made is not None else (outcome_codes(result), answer_codes(result))
+    success = np.array([o == Outcome.SUCCESS.value for o in outcomes[1]], bool)[outcomes[0]]
     steps = result.steps.astype(np.int64)
     columns: dict[str, Any] = {
         "episode": pa.array(np.arange(start, start + n, dtype=np.int64)),
@@ -165,10 +159,10 @@ def episode_table(
         "task": _text([spec.task.name], n),
         "agent": _text(["simulated"], n),
         "controller": _text([spec.controller_list()[controller].name], n),
-        "outcome": _codes(outcome_codes, outcomes),
-        "success": pa.array(judged == Outcome.SUCCESS.value),
+        "outcome": _codes(*outcomes),
+        "success": pa.array(success),
         "steps": pa.array(steps),
-        "answer": _codes(answer_codes, vocabulary),
+        "answer": _codes(*answers),
         "best_step": _nullable(result.best_step.astype(np.int64), steps == 0),
         "final_progress": pa.array(result.progress.astype(np.float64)),
         "complete": pa.array(result.complete),
