@@ -28,9 +28,11 @@ compression) it refuses with a one-line ``SpecError``; what it leaves out of
 the rows (steps.jsonl, answers of truncated episodes) is in docs/batch.md.
 
 The package: ``engine`` (the state of N episodes and one step of the loop on
-it), ``phases`` (the step's own arithmetic as compiled row loops), ``rows`` (the episodes as ``episodes.jsonl`` lines and Parquet, the steps through the
-engine's ``record`` hook); here, what the
-engine accepts and how a run is cut into chunks.
+it), ``phases`` (the step's own arithmetic as compiled row loops), ``rows``
+(the episodes as ``episodes.jsonl`` lines and Parquet, the steps through the
+engine's ``record`` hook), ``lines``, ``line_kernel`` and ``coding`` (the
+lines written from coded columns); here, what the engine accepts and how a run
+is cut into chunks.
 """
 
 from __future__ import annotations
