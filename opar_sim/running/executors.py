@@ -159,6 +159,16 @@ def _start_worker(reports: Reports | None) -> None:
     _REPORTS = reports
 
 
+def check_stop() -> None:
+    """In a job of a pool opened with ``reports``: end it if the parent asked; else nothing.
+
+    Raises:
+        Stopped: the parent asked every job to stop.
+    """
+    if _REPORTS is not None and _REPORTS.stop.is_set():
+        raise Stopped("stopped by the parent")
+
+
 def tick() -> None:
     """In a job of a pool opened with ``reports``: one tick; elsewhere nothing.
 
@@ -168,10 +178,22 @@ def tick() -> None:
     reports = _REPORTS
     if reports is None:
         return
-    if reports.stop.is_set():
-        raise Stopped("stopped by the parent")
+    check_stop()
     with reports.counter.get_lock():
         reports.counter.value += 1
+
+
+class StoppableExecutor(SerialExecutor):
+    """A ``SerialExecutor`` for a pool job: each call first checks the parent's stop request."""
+
+    def submit(self, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> Future[T]:
+        """``check_stop``, then call ``fn`` now (``SerialExecutor.submit``).
+
+        Raises:
+            Stopped: the parent asked every job to stop.
+        """
+        check_stop()
+        return super().submit(fn, *args, **kwargs)
 
 
 @contextmanager

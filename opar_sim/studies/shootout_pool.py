@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from opar_sim.running.chunks import ChunkResult, run_chunk
-from opar_sim.running.executors import Reports, SerialExecutor, tick
+from opar_sim.running.executors import Reports, StoppableExecutor, tick
 from opar_sim.running.search import (
     batch_evaluate,
     evaluation_chunks,
@@ -63,10 +63,13 @@ class ReplicateJob:
 def run_replicate(job: ReplicateJob) -> Tuned:
     """Tune one replicate in this process (a pool worker), ticking after each trial.
 
+    Its SimPy chunks run here, one after the other; each checks first whether the parent
+    asked every job to stop (Ctrl-C, a failed job).
+
     Returns:
         What ``tune_contender`` returns in the parent for the same replicate.
     """
-    evaluate = executor_evaluate(job.data, SerialExecutor(), job.parallelism, parse_spec)
+    evaluate = executor_evaluate(job.data, StoppableExecutor(), job.parallelism, parse_spec)
     screen = batch_evaluate(job.data, parse_spec) if job.screened else None
     return tune_contender(
         job.name,

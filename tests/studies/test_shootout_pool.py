@@ -9,7 +9,13 @@ from __future__ import annotations
 import pytest
 
 from opar_sim.running import executors
-from opar_sim.running.executors import ExecutorConfig, Reports, Stopped, tick
+from opar_sim.running.executors import (
+    ExecutorConfig,
+    Reports,
+    StoppableExecutor,
+    Stopped,
+    tick,
+)
 from opar_sim.spec.build import load_spec
 from opar_sim.studies.contender import Budget
 from opar_sim.studies.shootout import ShootoutBudget, plan_shootout
@@ -66,3 +72,13 @@ def test_a_tick_counts_and_a_stop_request_ends_the_job(monkeypatch):
     with pytest.raises(Stopped):
         tick()
     assert reports.ticks == 2
+
+
+def test_a_stop_request_ends_a_job_at_its_next_simpy_chunk(monkeypatch):
+    reports = Reports.create()
+    monkeypatch.setattr(executors, "_REPORTS", reports)
+    executor = StoppableExecutor()
+    assert executor.submit(int, "7").result() == 7
+    reports.stop.set()
+    with pytest.raises(Stopped):
+        executor.submit(int, "7")
