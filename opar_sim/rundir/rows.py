@@ -142,11 +142,18 @@ def to_line(row: Mapping[str, Any]) -> str:
     return orjson.dumps(row, option=orjson.OPT_APPEND_NEWLINE).decode()
 
 
-def episode_lines(result: EpisodeResult) -> tuple[str, str]:
-    """(the episode's line, all its step lines), sub-agents' steps included."""
+def episode_lines(result: EpisodeResult, steps: bool = True) -> tuple[str, str]:
+    """(the episode's line, all its step lines), sub-agents' steps included.
+
+    Args:
+        result: The episode.
+        steps: False: the step lines are not made (an empty string instead).
+    """
+    if not steps:
+        return to_line(episode_row(result)), ""
     # the lines of to_line, joined as bytes and decoded once
     dumps, newline = orjson.dumps, orjson.OPT_APPEND_NEWLINE
-    steps = b"".join(
+    lines = b"".join(
         [dumps(step_row(result, rec), option=newline) for rec in result.steps]
     ).decode()
     for sub in result.sub_episodes:
@@ -159,5 +166,5 @@ def episode_lines(result: EpisodeResult) -> tuple[str, str]:
             row["parent"] = result.agent
             row["sub_controller"] = sub.controller
             row["sub_run"] = sub.episode  # the n-th sub-agent this episode launched
-            steps += to_line(row)
-    return to_line(episode_row(result)), steps
+            lines += to_line(row)
+    return to_line(episode_row(result)), lines

@@ -104,7 +104,7 @@ def run_chunk(chunk: Chunk) -> ChunkResult:
         for result in tries:
             if spec.trials > 1:  # rows carry `trial` only then: trials = 1 keeps its bytes
                 result.trial = trial
-            episode, steps = episode_lines(result)
+            episode, steps = episode_lines(result, steps=chunk.with_steps)
             episode_text.append(episode)
             if chunk.with_steps:
                 step_text.append(steps)

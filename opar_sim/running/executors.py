@@ -121,9 +121,90 @@ def _ignore_interrupts() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
+class Stopped(Exception):
+    """A pool worker's job ended early: the parent asked every job to stop (``Reports``)."""
+
+
+@dataclass(frozen=True)
+class Reports:
+    """Ticks that long jobs in pool workers send the parent as they go, and a stop request.
+
+    A job of many steps (a whole tuning replicate) calls ``tick`` after each step; the
+    parent reads ``ticks`` to advance its progress bar, and sets ``stop`` (Ctrl-C, a
+    failed job) so running jobs end at their next tick instead of running to their end.
+    """
+
+    counter: Any  # a shared integer (multiprocessing.Value), the ticks so far
+    stop: Any  # a multiprocessing.Event
+
+    @classmethod
+    def create(cls) -> Reports:
+        """A fresh channel for a spawned pool (``open_executor(config, reports)``)."""
+        context = multiprocessing.get_context("spawn")
+        return cls(context.Value("q", 0), context.Event())
+
+    @property
+    def ticks(self) -> int:
+        """The ticks every worker has sent so far."""
+        return int(self.counter.value)
+
+
+_REPORTS: Reports | None = None  # in a pool worker opened with ``reports``
+
+
+def _start_worker(reports: Reports | None) -> None:
+    """A pool worker's initializer: no Ctrl-C, and the parent's report channel if any."""
+    global _REPORTS
+    _ignore_interrupts()
+    _REPORTS = reports
+
+
+def check_stop() -> None:
+    """In a job of a pool opened with ``reports``: end it if the parent asked; else nothing.
+
+    Raises:
+        Stopped: the parent asked every job to stop.
+    """
+    if _REPORTS is not None and _REPORTS.stop.is_set():
+        raise Stopped("stopped by the parent")
+
+
+def tick() -> None:
+    """In a job of a pool opened with ``reports``: one tick; elsewhere nothing.
+
+    Raises:
+        Stopped: the parent asked every job to stop.
+    """
+    reports = _REPORTS
+    if reports is None:
+        return
+    check_stop()
+    with reports.counter.get_lock():
+        reports.counter.value += 1
+
+
+class StoppableExecutor(SerialExecutor):
+    """A ``SerialExecutor`` for a pool job: each call first checks the parent's stop request."""
+
+    def submit(self, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> Future[T]:
+        """``check_stop``, then call ``fn`` now (``SerialExecutor.submit``).
+
+        Raises:
+            Stopped: the parent asked every job to stop.
+        """
+        check_stop()
+        return super().submit(fn, *args, **kwargs)
+
+
 @contextmanager
-def open_executor(config: ExecutorConfig) -> Iterator[Executor]:
-    """Start the configured executor and shut it down afterwards."""
+def open_executor(config: ExecutorConfig, reports: Reports | None = None) -> Iterator[Executor]:
+    """Start the configured executor and shut it down afterwards.
+
+    Args:
+        config: The backend and its workers.
+        reports: A process pool's workers tick this channel (``tick``); other executors
+            ignore it.
+    """
     if config.kind == "serial" or (config.kind == "process" and config.parallelism == 1):
         yield SerialExecutor()
         return
@@ -131,12 +212,18 @@ def open_executor(config: ExecutorConfig) -> Iterator[Executor]:
         # spawn, not fork: the parent may hold threads (the progress bar)
         context = multiprocessing.get_context("spawn")
         pool = ProcessPoolExecutor(
-            config.parallelism, mp_context=context, initializer=_ignore_interrupts
+            config.parallelism,
+            mp_context=context,
+            initializer=_start_worker,
+            initargs=(reports,),
         )
         try:
             yield pool
         except BaseException:
-            # Ctrl-C or an error: drop the queued chunks instead of finishing them
+            # Ctrl-C or an error: drop the queued chunks instead of finishing them, and
+            # end the running jobs that tick at their next tick
+            if reports is not None:
+                reports.stop.set()
             pool.shutdown(wait=True, cancel_futures=True)
             raise
         pool.shutdown(wait=True)

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from opar_sim.measure.stats import bootstrap_mean
-from opar_sim.running.chunks import plan_chunks
+from opar_sim.running.chunks import Chunk, plan_chunks
 from opar_sim.running.runner import run_in_order
 from opar_sim.spec.edit import changed
 from opar_sim.spec.schema import ParamRange
@@ -229,12 +229,7 @@ def executor_evaluate(
     def evaluate(
         params: dict[str, float] | None, episodes: int, seed: int, start: int = 0
     ) -> list[dict[str, Any]]:
-        spec = trial_spec(base, parse, params, start + episodes, seed)
-        chunks = [  # every controller's episodes start .. start + episodes − 1
-            replace(c, start=max(c.start, start))
-            for c in plan_chunks(spec, parallelism=parallelism, with_steps=False)
-            if c.stop > start
-        ]
+        chunks = evaluation_chunks(base, parse, params, episodes, seed, parallelism, start)
         results = run_in_order(executor, chunks, 2 * parallelism + 1)
         if on_progress is None:
             return rows_of(r.episodes for r in results)
@@ -245,6 +240,37 @@ def executor_evaluate(
         return rows_of(iter(texts))
 
     return evaluate
+
+
+def evaluation_chunks(
+    base: dict[str, Any],
+    parse: Callable[[dict[str, Any]], Any],
+    params: dict[str, float] | None,
+    episodes: int,
+    seed: int,
+    parallelism: int,
+    start: int = 0,
+) -> list[Chunk]:
+    """The chunks ``executor_evaluate`` runs: episodes ``start``..``start + episodes − 1``.
+
+    Args:
+        base: The spec's data.
+        parse: Turns spec data into a validated spec.
+        params: The trial's dotted-path parameters (None: the spec as it is).
+        episodes: Episodes to run.
+        seed: The spec seed to run them on.
+        parallelism: The executor's workers (it sizes the chunks).
+        start: The first episode.
+
+    Returns:
+        Every controller's chunks in file order, without steps (``rows_of`` reads their rows).
+    """
+    spec = trial_spec(base, parse, params, start + episodes, seed)
+    return [  # every controller's episodes start .. start + episodes − 1
+        replace(c, start=max(c.start, start))
+        for c in plan_chunks(spec, parallelism=parallelism, with_steps=False)
+        if c.stop > start
+    ]
 
 
 def trial_spec(

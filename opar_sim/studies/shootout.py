@@ -46,8 +46,8 @@ from typing import Any
 from controllers.registry import CONTROLLERS
 from opar_sim.engines.batch import batch_unsupported
 from opar_sim.rundir import prepare_out_dir, write_json
-from opar_sim.running.executors import ExecutorConfig, open_executor
-from opar_sim.running.search import apply_params, batch_evaluate, executor_evaluate
+from opar_sim.running.executors import ExecutorConfig, Reports, open_executor
+from opar_sim.running.search import apply_params
 from opar_sim.spec.build import build, load_spec, parse_spec
 from opar_sim.spec.schema import ExperimentSpec, Objective, ParamRange, SpecError
 from opar_sim.studies.contender import (
@@ -58,10 +58,10 @@ from opar_sim.studies.contender import (
     controller_space,
     corners,
     default_contenders,
-    tune_contender,
 )
 from opar_sim.studies.replicated import LawArms, rank_laws
 from opar_sim.studies.result import IN_PROCESS
+from opar_sim.studies.shootout_pool import ReplicateJob, run_here, run_pooled
 from opar_sim.studies.shootout_report import Engine, ShootoutBudget, ShootoutResult
 
 DEFAULT_BUDGET = ShootoutBudget()  # 5 replicates, 5 × d trials × 300 episodes, 2000 held out
@@ -121,44 +121,51 @@ class ShootoutPlan:
             The ranking with its budget and what each law spent.
         """
         started = time.perf_counter()
-        b, objective = self.budget, self.objective
+        b = self.budget
+        jobs = [
+            [
+                ReplicateJob(
+                    c.name,
+                    c.data,
+                    c.space,
+                    c.screened,
+                    self.objective,
+                    Budget(
+                        b.trials(len(c.space)),
+                        b.train_episodes,
+                        b.holdout_episodes,
+                        b.sampler,
+                        train_seed,
+                        b.holdout_seed,
+                        sampler_seed,
+                    ),
+                    self.finalists,
+                    executor.parallelism,
+                )
+                for train_seed, sampler_seed in b.seeds
+            ]
+            for c in self.contenders
+        ]
+        pooled = executor.kind == "process" and executor.parallelism > 1
+        reports = Reports.create() if pooled else None
+        with open_executor(executor, reports) as pool:
+            if reports is not None:  # each replicate a job of the pool (``shootout_pool``)
+                tuned, defaults = run_pooled(jobs, pool, reports, on_trial)
+            else:
+                tuned, defaults = run_here(jobs, pool, on_trial)
         laws, spent = [], {}
-        with open_executor(executor) as pool:
-            for c in self.contenders:
-                evaluate = executor_evaluate(c.data, pool, executor.parallelism, parse_spec)
-                screen = batch_evaluate(c.data, parse_spec) if c.screened else None
-                trials = b.trials(len(c.space))
-                replicates = [
-                    tune_contender(
-                        c.name,
-                        c.space,
-                        evaluate,
-                        objective,
-                        Budget(
-                            trials,
-                            b.train_episodes,
-                            b.holdout_episodes,
-                            b.sampler,
-                            train_seed,
-                            b.holdout_seed,
-                            sampler_seed,
-                        ),
-                        on_trial,
-                        screen=screen,
-                        finalists=self.finalists,
-                    )
-                    for train_seed, sampler_seed in b.seeds
-                ]
-                defaults = evaluate(None, b.holdout_episodes, b.holdout_seed)
-                laws.append(LawArms(c.name, c.space, trials, replicates, defaults))
-                evaluated = sum(t.evaluated for t in replicates) * b.train_episodes
-                refits = sum(len(t.finalists) for t in replicates) * b.train_episodes
-                spent[c.name] = {
-                    "training_episodes": evaluated,
-                    "training_engine": "batch" if c.screened else "simpy",
-                    "finalist_episodes_simpy": refits,
-                    "holdout_episodes": (b.replicates + 1) * b.holdout_episodes,
-                }
+        for c, replicates, rows in zip(self.contenders, tuned, defaults, strict=True):
+            trials = b.trials(len(c.space))
+            laws.append(LawArms(c.name, c.space, trials, replicates, rows))
+            evaluated = sum(t.evaluated for t in replicates) * b.train_episodes
+            refits = sum(len(t.finalists) for t in replicates) * b.train_episodes
+            spent[c.name] = {
+                "training_episodes": evaluated,
+                "training_engine": "batch" if c.screened else "simpy",
+                "finalist_episodes_simpy": refits,
+                "holdout_episodes": (b.replicates + 1) * b.holdout_episodes,
+            }
+        objective = self.objective
         return ShootoutResult(
             self.spec.name,
             b,
