@@ -17,7 +17,7 @@ from opar_sim.running.sweep import run_sweep
 from opar_sim.spec.build import load_spec
 from opar_sim.spec.edit import with_overrides
 from opar_sim.spec.schema import SpecError
-from opar_sim.studies import shootout as shootout_module
+from opar_sim.studies import shootout_pool
 from opar_sim.studies import tune as tune_module
 from opar_sim.studies.result import StudyResult
 from opar_sim.studies.seeds import (
@@ -47,7 +47,7 @@ def seeds_run(monkeypatch):
         return wrapped
 
     monkeypatch.setattr(tune_module, "executor_evaluate", recording)
-    monkeypatch.setattr(shootout_module, "executor_evaluate", recording)
+    monkeypatch.setattr(shootout_pool, "executor_evaluate", recording)  # the shoot-out's
     return seen
 
 
