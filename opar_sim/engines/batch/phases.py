@@ -3,11 +3,11 @@
 ``engine._Engine._step`` calls the task twin, the law and the draws between
 these loops; each loop runs one stretch of Algorithm 1 for every row, each
 row's arithmetic in the order the SimPy engine's agent does it (the exactness
-test replays its draws through both).  The noisy
-expert's rules are not restated here: the loops call ``agents.expert_model``'s
-float functions (``step_token_bound``, ``call_seconds``, ``context_quality``,
-``sense`` ...), compiled from the same source (``register_jitable``), with the
-agent's knobs in a named tuple (``Knobs``) in place of the pydantic model.
+test replays its draws through both).  The noisy expert's rules are not
+restated here: the loops call ``agents.expert_model``'s float functions
+(``step_token_bound``, ``call_seconds``, ``context_quality``, ``sense`` ...),
+compiled from the same source (``register_jitable``), with the agent's knobs
+in a named tuple (``Knobs``) in place of the pydantic model.
 
 Every clock moves through ``_advance``: past the time budget it stops there and
 ends its episode (status ``TIME``).  The rows outside a phase's mask are left alone.
@@ -22,36 +22,32 @@ from numba import njit
 from numba.extending import register_jitable
 
 from controllers.batch import REPLAN, TERMINATE
-from opar_sim.agents import expert_model as em
 from opar_sim.agents.expert_model import (
     PRODUCTIVE_MARGIN,
     WORLD_CHANGE_DRIFT,
     SimulatedAgentParams,
+    call_seconds,
+    clip_quality,
+    context_quality,
+    drift_after,
+    result_tokens,
+    sense,
+    step_completions,
+    step_token_bound,
 )
 
-# the float rules the loops call, compiled from expert_model's own source
+# the float rules the loops call (and those they call), compiled from expert_model's source
 for _rule in (
-    em.call_seconds,
-    em.step_completions,
-    em.step_token_bound,
-    em.result_tokens,
-    em.clip_quality,
-    em.context_quality,
-    em.drift_after,
-    em.sense,
+    call_seconds,
+    step_completions,
+    step_token_bound,
+    result_tokens,
+    clip_quality,
+    context_quality,
+    drift_after,
+    sense,
 ):
     register_jitable(_rule)
-call_seconds, step_token_bound, result_tokens = (
-    em.call_seconds,
-    em.step_token_bound,
-    em.result_tokens,
-)
-clip_quality, context_quality, drift_after, sense = (
-    em.clip_quality,
-    em.context_quality,
-    em.drift_after,
-    em.sense,
-)
 
 Array = np.ndarray
 Rows = tuple[np.ndarray, ...]  # ``engine._State.loop()``: the loop's arrays, in its order
