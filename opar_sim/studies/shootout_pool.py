@@ -24,6 +24,7 @@ from typing import Any
 from opar_sim.running.chunks import ChunkResult, run_chunk
 from opar_sim.running.executors import Reports, StoppableExecutor, tick
 from opar_sim.running.search import (
+    Evaluate,
     batch_evaluate,
     evaluation_chunks,
     executor_evaluate,
@@ -70,6 +71,11 @@ def run_replicate(job: ReplicateJob) -> Tuned:
         What ``tune_contender`` returns in the parent for the same replicate.
     """
     evaluate = executor_evaluate(job.data, StoppableExecutor(), job.parallelism, parse_spec)
+    return _tune(job, evaluate, tick)
+
+
+def _tune(job: ReplicateJob, evaluate: Evaluate, on_trial: Callable[[], None] | None) -> Tuned:
+    """``tune_contender`` of one replicate: screened on the batch engine if ``job.screened``."""
     screen = batch_evaluate(job.data, parse_spec) if job.screened else None
     return tune_contender(
         job.name,
@@ -77,7 +83,7 @@ def run_replicate(job: ReplicateJob) -> Tuned:
         evaluate,
         job.objective,
         job.budget,
-        tick,
+        on_trial,
         screen=screen,
         finalists=job.finalists,
     )
@@ -105,22 +111,7 @@ def run_here(
     for replicates in jobs:
         first = replicates[0]
         evaluate = executor_evaluate(first.data, pool, first.parallelism, parse_spec)
-        screen = batch_evaluate(first.data, parse_spec) if first.screened else None
-        tuned.append(
-            [
-                tune_contender(
-                    job.name,
-                    job.space,
-                    evaluate,
-                    job.objective,
-                    job.budget,
-                    on_trial,
-                    screen=screen,
-                    finalists=job.finalists,
-                )
-                for job in replicates
-            ]
-        )
+        tuned.append([_tune(job, evaluate, on_trial) for job in replicates])
         b = first.budget
         defaults.append(evaluate(None, b.holdout_episodes, b.holdout_seed))
     return tuned, defaults
