@@ -96,6 +96,25 @@ def encode(tables: Sequence[pa.Table], sink: Any) -> None:
             writer.write_table(table.cast(schema), row_group_size=max(1, table.num_rows))
 
 
+def required(table: pa.Table, nullable: Sequence[str] = ()) -> pa.Table:
+    """``table`` with every field but ``nullable`` declared never null (Parquet ``required``).
+
+    A required column is written with no definition levels: about a sixth less CPU for
+    ``steps.parquet`` (0.26 -> 0.22 µs a step, docs/batch.md), and readers see the same values.
+
+    Args:
+        table: Columns (a list's values are declared never null too).
+        nullable: The fields that may hold nulls (the rest must not: the cast checks).
+    """
+    fields = []
+    for f in table.schema:
+        kind = f.type
+        if pa.types.is_list(kind):
+            kind = pa.list_(pa.field(kind.value_field.name, kind.value_type, nullable=False))
+        fields.append(pa.field(f.name, kind, nullable=f.name in nullable))
+    return table.cast(pa.schema(fields))
+
+
 def _compression(column: str) -> str:
     """The codec of a Parquet column (``_UNCOMPRESSED``: none)."""
     return "none" if column in _UNCOMPRESSED else _COMPRESSION

@@ -24,6 +24,7 @@ from opar_sim.core.types import Outcome
 from opar_sim.engines.batch.coding import Coded, answer_codes, outcome_codes
 from opar_sim.engines.batch.engine import BatchEpisodes
 from opar_sim.engines.batch.lines import episode_lines, line_blocks, run_seed
+from opar_sim.rundir.columnar import required
 from opar_sim.spec.schema import ExperimentSpec
 
 ActionLabel = Callable[[int], "tuple[str, str]"]
@@ -52,6 +53,9 @@ _KEPT = (
     "context_tokens",
     "key",
 )
+# the columns a batch run's rows may leave null (the others are Parquet ``required``)
+_EPISODE_NULLS = ("best_step",)  # an episode of no step
+_STEP_NULLS = ("action", "tool", "tool_error", "error")  # an invalid output; no error
 _BLOCK = 1 << 20  # rows of a block of kept values, at most (8 MiB of a float column)
 _EMPTY = {"flags": np.uint16, "key": np.int64, "signal": np.int8}  # dtypes with no steps kept
 # the engine's masks, kept as the bits of one integer per row (one gather instead of nine)
@@ -177,7 +181,7 @@ def episode_table(
         "sub_tokens": pa.array(np.zeros(n, np.int64)),
         "attempt": pa.array(np.ones(n, np.int64)),
     }
-    return pa.table(columns)
+    return required(pa.table(columns), _EPISODE_NULLS)
 
 
 class StepRecorder:
@@ -277,7 +281,7 @@ class StepRecorder:
             for block in blocks:
                 del block[name]
             raw[name] = out
-        return pa.table(self._columns(spec, controller, raw, raw["episode"]))
+        return required(pa.table(self._columns(spec, controller, raw, raw["episode"])), _STEP_NULLS)
 
     def _columns(
         self,
