@@ -183,7 +183,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = build_parser(_command_in(argv)).parse_args(argv)
         command = next(c for c in COMMANDS if args.command == c.name).load()
-        status: int = command.run(args, _console(getattr(args, "wide", False)))
+        console = _console(getattr(args, "wide", False))
+        with _batch_notice(args, console):
+            status: int = command.run(args, console)
         return status
     except _Done:
         return 0
@@ -193,6 +195,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except Exception as exc:
         return _failed(exc, args)
+
+
+def _batch_notice(
+    args: argparse.Namespace, console: Console
+) -> contextlib.AbstractContextManager[None]:
+    """With ``--engine batch``: one line when the engine's row loops are compiled, not loaded.
+
+    Else nothing (a SimPy command does not import Numba for it).
+    """
+    if getattr(args, "engine", None) != "batch":
+        return contextlib.nullcontext()
+    from opar_sim.engines.batch import compile_notice
+
+    return compile_notice(lambda line: console.print(line, markup=False, highlight=False))
 
 
 def _failed(exc: Exception, args: argparse.Namespace | None) -> int:

@@ -44,16 +44,19 @@ import numpy as np
 from controllers.batch import Unsupported, from_scalar
 from opar_sim.agents.simulated import SimulatedAgent
 from opar_sim.core.twin import TWINS, TwinUnsupported, twin_of
+from opar_sim.engines.batch.compiling import COMPILING, compile_notice
 from opar_sim.engines.batch.engine import BatchEpisodes, _Engine
 from opar_sim.engines.batch.rows import StepRecorder, episode_rows, episode_table, episode_text
 from opar_sim.spec.build import build
 from opar_sim.spec.schema import ExperimentSpec, SpecError
 
 __all__ = [
+    "COMPILING",
     "ENGINES",
     "BatchEpisodes",
     "StepRecorder",
     "check_batch",
+    "compile_notice",
     "episode_rows",
     "episode_table",
     "episode_text",
