@@ -7,12 +7,17 @@ moves, at random) and the same fare rises.  After every action the tool's
 visible progress, the fare-change flag, the best flight and the expert's
 next action must be equal on every row: the cached state of the batch model
 (validity, shown count, cheapest seen flight, best flight) is checked
-against the scalar task's recomputation.
+against the scalar task's recomputation.  The twin's own draws (its worlds and
+its fare rises) are compared with the scalar task's in distribution.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
+import simpy
+from scipy import stats
 
 from environments import flight_booking_batch as fb
 from environments import flight_booking_kernels as fk
@@ -105,3 +110,107 @@ def test_batch_world_matches_the_scalar_task_action_by_action() -> None:
             assert bool(world.fare_changed_seen[i]) == task.fare_changed_seen, where
             assert int(world.best[i]) == (-1 if task._best is None else task._best), where
     assert seen_tools == set(range(9))  # every tool, the loose filter included, was checked
+
+
+# -- the twin's own draws ------------------------------------------------------------------
+# The engines' exactness test (tests/engines/test_batch_exact.py) copies the scalar worlds and
+# replays the scalar fare rises into the twin, so the twin's own draws of both (``reset`` and
+# ``sync``) are checked here, in distribution: 20,000 scalar worlds, their fares rising in a
+# SimPy environment, against 200,000 of the twin's, rising through ``sync`` called every 10
+# simulated seconds as the engine calls it.  Fixed seeds; each two-sample test must give
+# p >= 1e-5 (the smallest of today's nine is 0.08).  Each of these changes to the twin fails it:
+# the rise rate at 11/12 of its value, the rise factor's range to 1.55, one rise per ``sync``,
+# the last flight never rising, departure hours to 23, the balance's factor to 1.65.
+SCALAR_WORLDS, TWIN_WORLDS, HORIZON, P_MIN = 20_000, 200_000, 50.0, 1e-5
+RISES = FlightBookingParams(fare_change_rate=0.01)  # 0.12 rises a second a world: 6 by HORIZON
+
+
+def _features(*arrays: np.ndarray) -> dict[str, np.ndarray]:
+    """What the two samples are compared on, from each world's fares before and after the rises.
+
+    The arrays: fares before and after, departure hours, validity before and after, the best
+    flight before and after, the balance, the points costs and the empty-week flags.
+    """
+    price0, price, hour, valid0, valid, best0, best, balance, cost, empty = arrays
+    rows = np.arange(len(best))
+    has = best0 >= 0
+    return {
+        "valid flights": valid0.sum(1),
+        "valid flights after the rises": valid.sum(1),
+        "flights whose fare rose": (price != price0).sum(1),
+        "best fare": price0[rows, np.maximum(best0, 0)][has],
+        "best fare after the rises": price[rows, np.maximum(best, 0)][best >= 0],
+        "risen fare / fare": (price / price0)[price != price0],
+        "balance / points of the best": (balance / cost[rows, np.maximum(best0, 0)])[has],
+        "empty week": empty.astype(float),
+        "departure hour": hour.ravel().astype(float),
+    }
+
+
+def _scalar_sample(rng: np.random.Generator) -> dict[str, np.ndarray]:
+    task = FlightBooking(**RISES.model_dump())
+    cols: dict[str, list[Any]] = {k: [] for k in ("p0", "p", "h", "c", "e", "b")}
+    best0, best = [], []
+    for child in rng.spawn(SCALAR_WORLDS):
+        env = simpy.Environment()
+        task.reset(env, child, child)
+        cols["p0"].append([f.price for f in task.flights])
+        best0.append(-1 if task._best is None else task._best)
+        env.run(until=HORIZON)
+        cols["p"].append([f.price for f in task.flights])
+        cols["h"].append([f.hour for f in task.flights])
+        cols["c"].append([f.points_cost for f in task.flights])
+        cols["e"].append(task.week_empty)
+        cols["b"].append(task.balance)
+        best.append(-1 if task._best is None else task._best)
+    p0, p, h = (np.array(cols[k], float) for k in ("p0", "p", "h"))
+    top, early = RISES.max_price, RISES.earliest_hour
+    return _features(
+        p0,
+        p,
+        h,
+        (p0 <= top) & (h >= early),
+        (p <= top) & (h >= early),
+        np.array(best0),
+        np.array(best),
+        np.array(cols["b"], float),
+        np.array(cols["c"], float),
+        np.array(cols["e"]),
+    )
+
+
+def _twin_sample(rng: np.random.Generator) -> dict[str, np.ndarray]:
+    world = fb.FlightBookingBatch(RISES)
+    world.reset(TWIN_WORLDS, rng)
+    p0, valid0, best0 = world.price.astype(float), world.valid.copy(), world.best.copy()
+    every = np.ones(TWIN_WORLDS, bool)
+    for now in np.arange(10.0, HORIZON + 1.0, 10.0):
+        world.sync(np.full(TWIN_WORLDS, now), every, rng)
+    return _features(
+        p0,
+        world.price.astype(float),
+        world.hour,
+        valid0,
+        world.valid,
+        best0,
+        world.best,
+        world.balance.astype(float),
+        world.points_cost.astype(float),
+        world.week_empty,
+    )
+
+
+def test_the_twins_worlds_and_fare_rises_match_the_scalar_task_in_distribution() -> None:
+    scalar = _scalar_sample(np.random.default_rng(21))
+    twin = _twin_sample(np.random.default_rng(22))
+    assert np.mean(scalar["flights whose fare rose"]) > 3  # the rises ran in both
+    for name, x in scalar.items():
+        y = twin[name]
+        if name in ("valid flights", "valid flights after the rises", "flights whose fare rose"):
+            top = int(max(x.max(), y.max())) + 1
+            counts = np.vstack([np.bincount(x, minlength=top), np.bincount(y, minlength=top)])
+            counts = counts[:, counts.sum(0) >= 20]  # the rare tail cells dropped
+            p = stats.chi2_contingency(counts).pvalue
+        else:
+            p = stats.ks_2samp(x, y).pvalue
+        assert p >= P_MIN, (name, p, float(x.mean()), float(y.mean()))
