@@ -10,6 +10,8 @@ backend: each episode's randomness comes from its own seed.
 
 from __future__ import annotations
 
+import logging
+
 import multiprocessing
 import os
 import signal
@@ -255,6 +257,10 @@ def _dask_client(config: ExecutorConfig) -> Iterator[Any]:
             threads_per_worker=1,
             processes=True,
             dashboard_address=None,
+            # the workers' own log lines stay off the terminal: a task's failure comes back
+            # through its future (one line), and a heartbeat racing the cluster's close
+            # logged a traceback at ERROR (seen once in ``make bench``)
+            silence_logs=logging.CRITICAL,
         ) as cluster,
         Client(cluster) as client,  # type: ignore[no-untyped-call]
     ):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from contextlib import contextmanager
 
 import pytest
@@ -64,3 +66,28 @@ def test_workers_asked_for_keep_the_pool_and_print_no_note(tmp_path, capsys, mon
     assert main(argv) == 0
     assert opened == [ExecutorConfig("process", 2)]
     assert "run serially" not in capsys.readouterr().out
+
+
+_LOUD_WORKER = """
+import logging
+from opar_sim.running.executors import ExecutorConfig, open_executor
+
+def shout(x):
+    logging.getLogger("distributed.worker").error("a worker's log line %d", x)
+    return x
+
+if __name__ == "__main__":
+    with open_executor(ExecutorConfig("dask", 1)) as pool:
+        print(sum(pool.map(shout, range(3))))
+"""
+
+
+def test_a_local_dask_workers_log_lines_stay_off_the_terminal(tmp_path) -> None:
+    # a heartbeat racing the cluster's close logged a traceback at ERROR in a worker
+    script = tmp_path / "loud.py"
+    script.write_text(_LOUD_WORKER)
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert done.stdout.strip() == "3"  # the tasks ran in the worker and came back
+    assert "a worker's log line" not in done.stderr + done.stdout
