@@ -274,7 +274,13 @@ class Replay(batch_engine.Draws):
         return u, z
 
     def beta(self, ids: np.ndarray, t: int, p: Any) -> np.ndarray:
-        return np.array([self._at(e, t)["beta"][0] for e in ids.tolist()])
+        return np.array([self._plan(e, t) for e in ids.tolist()])
+
+    def _plan(self, episode: int, t: int) -> float:
+        """The plan quality SimPy drew at this step; its absence: the engines diverged."""
+        drawn = self._at(episode, t).get("beta")
+        assert drawn, f"episode {episode}, step {t}: a fresh plan here, none on the SimPy engine"
+        return float(drawn[0])
 
     def pick(self, ids: np.ndarray, t: int) -> np.ndarray:
         return np.array([self._at(e, t).get("pick", [0.0])[0] for e in ids.tolist()])
