@@ -12,6 +12,8 @@ and the figure's reading of the steps, per step.  ``breakdown`` times those part
 from __future__ import annotations
 
 import io
+import shutil
+import statistics
 import sys
 import tempfile
 import time
@@ -40,25 +42,34 @@ def steps_of(out: Path) -> int:
     return int(pq.read_table(out / EPISODES_PARQUET, columns=["steps"])["steps"].to_numpy().sum())
 
 
-def cli_batch(sizes: tuple[int, int], work: Path) -> dict[str, Any]:
+def cli_batch(sizes: tuple[int, int], work: Path, pairs: int = 1) -> dict[str, Any]:
     """CPU seconds per step of ``run --engine batch``, start-up cancelled by differencing.
 
     A first tiny run compiles the row loops where the cache lacks them (seconds, once per
-    machine), so neither measured run pays for it.
+    machine), so no measured run pays for it.  With ``pairs`` > 1 the two sizes run that
+    many times, alternating, and the figure is the median pair's (one pair's difference
+    moved by a third between two benches): ``runs`` holds every pair's.
     """
     memory.cli_run(5, work / "batch-cli-warm", "--engine", "batch")
-    usages, steps = [], []
-    for n in sizes:
-        out = work / f"batch-cli-{n}"
-        usages.append(memory.cli_run(n, out, "--engine", "batch").cpu_seconds)
-        steps.append(steps_of(out))
-    per_step = (usages[1] - usages[0]) / (steps[1] - steps[0])
+    usages, steps, runs = [], [], []
+    for pair in range(pairs):
+        usage = []
+        for n in sizes:
+            out = work / f"batch-cli-{n}-{pair}"
+            usage.append(memory.cli_run(n, out, "--engine", "batch").cpu_seconds)
+            if not pair:
+                steps.append(steps_of(out))
+            shutil.rmtree(out)  # a 100,000-episode run is 120 MB
+        usages.append(usage)
+        runs.append((usage[1] - usage[0]) / (steps[1] - steps[0]))
+    per_step = statistics.median(runs)
     return {
         "episodes": list(sizes),
-        "cpu_seconds": usages,
+        "cpu_seconds": usages,  # each pair's, small run first
         "steps": steps,
         "us_per_step": per_step * 1e6,
         "steps_per_cpu_second": 1 / per_step if per_step > 0 else float("nan"),
+        "runs": [1 / r if r > 0 else float("nan") for r in runs],
     }
 
 

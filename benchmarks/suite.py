@@ -330,7 +330,7 @@ def run(
         r["cli_over_floor"] = r["cli_us_per_step"] / r["floor_us_per_step"]
         sizes = batch_rows.QUICK if quick else batch_rows.FULL
         section(f"run --engine batch at {sizes[0]:,} and {sizes[1]:,} episodes ...")
-        r["batch_cli"] = batch_rows.cli_batch(sizes, work)
+        r["batch_cli"] = batch_rows.cli_batch(sizes, work, 1 if quick else 3)
         section(f"plot on the {s.cli_episodes[1]:,}-episode run ...")
         r["run_cpu_seconds"] = run_cpu
         r["plot_cpu_seconds"] = plot_cpu(run_dir, work / "plot-figures")
@@ -368,11 +368,11 @@ def run(
     return r
 
 
-def _spread(runs: list[float]) -> str:
-    """The twin row's note: the median is of these runs, which ranged so (M steps/CPU s)."""
+def _spread(runs: list[float], what: str = "runs") -> str:
+    """A row's note: the median is of these runs, which ranged so (M steps/CPU s)."""
     if len(runs) < 2:
         return "controller-steps per CPU second"
-    return f"median of {len(runs)} runs ({min(runs) / 1e6:.2f}–{max(runs) / 1e6:.2f} M)"
+    return f"median of {len(runs)} {what} ({min(runs) / 1e6:.2f}–{max(runs) / 1e6:.2f} M)"
 
 
 def _verdict(ok: bool) -> str:
@@ -447,7 +447,7 @@ def table(r: dict[str, Any]) -> Any:
             f"({b['episodes'][0]:,} vs {b['episodes'][1]:,} ep.)",
             f"{b['us_per_step']:.3f} µs/step",
             f"{b['steps_per_cpu_second']:,.0f} steps/CPU s (steps.parquet, episodes.jsonl "
-            "and .parquet)",
+            "and .parquet; " + _spread(b.get("runs", []), "pairs") + ")",
             ">= 1,500,000/s",
             _verdict(b["steps_per_cpu_second"] >= 1.5e6),
         ]

@@ -11,7 +11,6 @@ backend: each episode's randomness comes from its own seed.
 from __future__ import annotations
 
 import logging
-
 import multiprocessing
 import os
 import signal

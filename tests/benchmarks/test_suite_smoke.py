@@ -58,6 +58,7 @@ def test_the_suite_runs_and_writes_its_results(
     assert r["llm_missing"] == "skipped with --quick"
     batch = r["batch_cli"]  # `run --engine batch` end to end, rows written (issue 27)
     assert batch["episodes"] == [5, 2_000] and 0 < batch["steps"][0] < batch["steps"][1]
+    assert len(batch["runs"]) == len(batch["cpu_seconds"]) == 1  # one pair with --quick
     assert r["help_heavy_imports"] == [] and r["list_heavy_imports"] == []
     printed = capsys.readouterr().out
     rows = ("SimPy floor", "null parts", "--workers 1", "LangGraph", "batch engine", "peak RSS")
