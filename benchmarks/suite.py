@@ -9,9 +9,9 @@ overhead is shown beside it).  What is measured, on flight_booking with the PID:
    the same toy model in plain Python (``peer.scalar_steps``);
 2. the SimPy engine in-process (``run_episode``, each episode's rows serialised)
    and through the CLI (``opar-sim run --workers 1`` in a fresh interpreter at
-   two sizes: the difference cancels the start-up), and ``run_episode`` on null
-   parts, a task and an agent that do almost nothing (``null_parts.py``): what the
-   engine itself costs before any task or agent logic;
+   two sizes: the difference cancels the start-up; the median of three pairs), and
+   ``run_episode`` on null parts, a task and an agent that do almost nothing
+   (``null_parts.py``): what the engine itself costs before any task or agent logic;
 3. the batch engine, in controller-steps (Reflects) per CPU second, on flight_booking and
    on every task twin, and the wall time of a 5-replicate batch-screened shoot-out
    (``twins.py``);
@@ -37,6 +37,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -147,20 +148,28 @@ def run_steps(out: Path) -> tuple[int, int]:
     return len(rows), sum(int(r["steps"]) for r in rows)
 
 
-def cli_engine(sizes: tuple[int, int], work: Path) -> tuple[float, Path, float]:
+def cli_engine(sizes: tuple[int, int], work: Path, pairs: int = 1) -> tuple[float, Path, float]:
     """CPU seconds per step of ``opar-sim run --workers 1``, start-up cancelled by differencing.
 
+    With ``pairs`` > 1 the two sizes run that many times, alternating, and the cost is the
+    median pair's (a single pair carries the start-up's noise, which moved this figure
+    from 14× to 26× the floor between benches of unchanged code).
+
     Returns:
-        The cost per step, the larger run's directory (for the analysis and ``plot``)
+        The cost per step, the last larger run's directory (for the analysis and ``plot``)
         and the CPU seconds that run took in all.
     """
-    usages, steps = [], []
-    for n in sizes:
-        out = work / f"cli-{n}"
-        usages.append(memory.cli_run(n, out).cpu_seconds)
-        steps.append(run_steps(out)[1])
-    per_step = (usages[1] - usages[0]) / (steps[1] - steps[0])
-    return per_step, work / f"cli-{sizes[1]}", usages[1]
+    costs, usages = [], []
+    for _ in range(pairs):
+        usages, steps = [], []
+        for n in sizes:
+            out = work / f"cli-{n}"
+            if out.exists():
+                shutil.rmtree(out)
+            usages.append(memory.cli_run(n, out).cpu_seconds)
+            steps.append(run_steps(out)[1])
+        costs.append((usages[1] - usages[0]) / (steps[1] - steps[0]))
+    return statistics.median(costs), work / f"cli-{sizes[1]}", usages[1]
 
 
 def plot_cpu(run_dir: Path, out: Path) -> float:
@@ -324,7 +333,8 @@ def run(
     with tempfile.TemporaryDirectory(prefix="opar-bench-") as tmp:
         work = Path(tmp)
         section(f"the CLI at {s.cli_episodes[0]:,} and {s.cli_episodes[1]:,} episodes ...")
-        cli_s, run_dir, run_cpu = cli_engine(s.cli_episodes, work)
+        r["cli_pairs"] = 1 if quick else 3
+        cli_s, run_dir, run_cpu = cli_engine(s.cli_episodes, work, r["cli_pairs"])
         r["cli_episodes"] = list(s.cli_episodes)
         r["cli_us_per_step"] = cli_s * 1e6
         r["cli_over_floor"] = r["cli_us_per_step"] / r["floor_us_per_step"]
@@ -410,7 +420,8 @@ def table(r: dict[str, Any]) -> Any:
         ],
         [
             "SimPy engine via `run --workers 1` "
-            f"({r['cli_episodes'][0]:,} vs {r['cli_episodes'][1]:,} ep.)",
+            f"({r['cli_episodes'][0]:,} vs {r['cli_episodes'][1]:,} ep., median of "
+            f"{r.get('cli_pairs', 1)} pairs)",
             f"{r['cli_us_per_step']:.1f} µs/step",
             f"{r['cli_over_floor']:.1f}× the floor",
             "<= 5×",
