@@ -13,8 +13,7 @@ from contextlib import contextmanager
 from typing import Any
 
 COMPILING = (
-    "compiling the batch engine's row loops for this machine: once, about 10 s "
-    "(then loaded from Numba's cache)"
+    "compiling the batch engine's row loops for this machine (once, about 10 s; then cached)"
 )
 
 
