@@ -105,6 +105,9 @@ def required(table: pa.Table, nullable: Sequence[str] = ()) -> pa.Table:
     Args:
         table: Columns (a list's values are declared never null too).
         nullable: The fields that may hold nulls (the rest must not: the cast checks).
+
+    Returns:
+        The same columns under that schema (no value is copied).
     """
     fields = []
     for f in table.schema:
