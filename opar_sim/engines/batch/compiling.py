@@ -35,7 +35,7 @@ def compile_notice(say: Callable[[str], None]) -> Iterator[None]:
                 say(COMPILING)
 
         def on_end(self, _event: Any) -> None:
-            pass
+            """Nothing more to say: the line went out as the first compile started."""
 
     with event.install_listener("numba:compile", _Once()):
         yield
