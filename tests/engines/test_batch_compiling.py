@@ -70,3 +70,15 @@ def test_the_cli_says_it_on_a_cold_cache_only(tmp_path):
             check=True,
         ).stdout
     )
+
+
+@pytest.mark.slow  # compiles every row loop into an empty cache (about 15 s)
+def test_a_pooled_shootout_says_it_once(tmp_path):
+    # the pool's workers would compile silently: the parent warms the cache first
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "numba"), "COLUMNS": "100"}
+    argv = [sys.executable, "-m", "opar_sim.cli", "shootout", SPEC, "--engine", "batch"]
+    argv += ["--controllers", "pid,threshold", "--replicates", "2", "--trials-per-dim", "1"]
+    argv += ["--train-episodes", "20", "--holdout-episodes", "20", "--finalists", "1"]
+    argv += ["--workers", "2", "--out", str(tmp_path / "shootout")]
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, check=True)
+    assert (done.stdout + done.stderr).count(COMPILING) == 1
