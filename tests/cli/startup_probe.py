@@ -12,6 +12,7 @@ WATCHED = (
     "dask",
     "distributed",
     "optuna",
+    "numba",
     "opar_sim.cli.commands",
     "rich",
     "scipy",

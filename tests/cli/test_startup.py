@@ -43,6 +43,23 @@ def test_help_and_list_import_no_heavy_library(args: list[str]) -> None:
     assert _modules_after(args) == []
 
 
+@pytest.mark.parametrize("engine, numba", [("simpy", False), ("batch", True)])
+def test_a_simpy_run_loads_no_numba(tmp_path: Path, engine: str, numba: bool) -> None:
+    """Numba (0.15 s to import) is the batch engine's alone; the probe sees it there."""
+    args = ["run", SPEC, "--episodes", "2", "--engine", engine, "--out", str(tmp_path / "r")]
+    code = (
+        "import sys, contextlib, io\n"
+        "from opar_sim.cli.main import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        f"    assert main({args!r}) == 0\n"
+        "print('numba' in sys.modules)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], check=True, capture_output=True, text=True, cwd=ROOT
+    )
+    assert out.stdout.strip() == str(numba)
+
+
 def test_the_probe_sees_a_heavy_import() -> None:
     """The check can fail: drawing a figure does import matplotlib."""
     code = "import sys\nimport opar_sim.figures.style\nprint('matplotlib' in sys.modules)\n"

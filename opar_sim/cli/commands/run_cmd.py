@@ -18,7 +18,6 @@ from opar_sim.cli.commands.common import (
 from opar_sim.cli.llm_costs import print_llm_costs
 from opar_sim.cli.render import is_llm, llm_steps, progress_bar
 from opar_sim.cli.tables import outcome_table, summary_table
-from opar_sim.engines.batch import check_batch
 from opar_sim.rundir import prepare_out_dir, refuse_other_spec
 from opar_sim.running.executors import ExecutorConfig, fit_to_size, open_executor
 from opar_sim.running.runner import RunResult, run_experiment
@@ -67,6 +66,8 @@ def execute(
     """
     engine = getattr(args, "engine", "simpy")
     if engine == "batch":
+        from opar_sim.engines.batch import check_batch  # here: a SimPy run loads no Numba
+
         check_batch(spec)  # refused in one line before anything is printed or written
     out = out_dir(args, spec.name)
     require_backends(spec)
