@@ -13,9 +13,10 @@ from __future__ import annotations
 import logging
 import multiprocessing
 import os
+import queue
 import signal
-from collections.abc import Callable, Iterator
-from concurrent.futures import Executor, Future, ProcessPoolExecutor
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import FIRST_COMPLETED, Executor, Future, ProcessPoolExecutor, wait
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Literal, ParamSpec, TypeVar
@@ -34,6 +35,7 @@ DASK_CONNECT_TIMEOUT = "10s"  # how long to wait for an existing scheduler
 # about 0.7 s of CPU), and a simulated episode costs about 3 ms, so two workers break even
 # near 700 episodes and gain a clear share only from a few thousand.
 POOL_MIN_EPISODES = 2_000
+POLL_SECONDS = 0.25  # how often a parent waiting on long pool jobs reads their reports
 
 
 class ExecutorError(RuntimeError):
@@ -133,21 +135,38 @@ class Reports:
     A job of many steps (a whole tuning replicate) calls ``tick`` after each step; the
     parent reads ``ticks`` to advance its progress bar, and sets ``stop`` (Ctrl-C, a
     failed job) so running jobs end at their next tick instead of running to their end.
+    A job that has something to say with its tick (a finished trial) calls ``send``; the
+    parent takes it with ``received``.
     """
 
     counter: Any  # a shared integer (multiprocessing.Value), the ticks so far
     stop: Any  # a multiprocessing.Event
+    sent: Any  # a multiprocessing.Queue: what the jobs ``send``, as they send it
 
     @classmethod
     def create(cls) -> Reports:
         """A fresh channel for a spawned pool (``open_executor(config, reports)``)."""
         context = multiprocessing.get_context("spawn")
-        return cls(context.Value("q", 0), context.Event())
+        return cls(context.Value("q", 0), context.Event(), context.Queue())
 
     @property
     def ticks(self) -> int:
         """The ticks every worker has sent so far."""
         return int(self.counter.value)
+
+    def received(self) -> list[Any]:
+        """What the jobs have sent since the last call, without waiting for more.
+
+        A queue's item can reach the parent after the job that sent it has returned (a
+        worker's feeder thread writes it), so a caller that must see every item reconciles
+        with the jobs' results at the end.
+        """
+        found = []
+        while True:
+            try:
+                found.append(self.sent.get_nowait())
+            except queue.Empty:
+                return found
 
 
 _REPORTS: Reports | None = None  # in a pool worker opened with ``reports``
@@ -182,6 +201,37 @@ def tick() -> None:
     check_stop()
     with reports.counter.get_lock():
         reports.counter.value += 1
+
+
+def send(payload: Any) -> None:
+    """In a job of a pool opened with ``reports``: ``tick``, and ``payload`` to the parent.
+
+    Elsewhere nothing.
+
+    Raises:
+        Stopped: the parent asked every job to stop.
+    """
+    reports = _REPORTS
+    if reports is None:
+        return
+    tick()
+    reports.sent.put(payload)
+
+
+def wait_polling(futures: Iterable[Future[Any]], poll: Callable[[], None]) -> None:
+    """Wait for every future, calling ``poll`` every ``POLL_SECONDS`` and once at the end.
+
+    Raises:
+        Exception: a failed future's error, as soon as it is seen (``open_executor`` then
+            stops the other jobs).
+    """
+    pending = set(futures)
+    while pending:
+        done, pending = wait(pending, timeout=POLL_SECONDS, return_when=FIRST_COMPLETED)
+        poll()
+        for future in done:
+            future.result()
+    poll()
 
 
 class StoppableExecutor(SerialExecutor):

@@ -14,7 +14,7 @@ comparison) are the studies': ``opar_sim.studies.tune``, ``opar_sim.studies.shoo
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Executor
 from dataclasses import replace
 from typing import Any
@@ -26,6 +26,8 @@ from opar_sim.running.chunks import Chunk, plan_chunks
 from opar_sim.running.runner import run_in_order
 from opar_sim.spec.edit import changed
 from opar_sim.spec.schema import ParamRange
+
+WARM_EPISODES = 20  # each law's batch run in a pool's parent (``warm_batch``)
 
 # scores a list of parameter assignments on a seed set: one list of rows per assignment
 Evaluate = Callable[[dict[str, float] | None, int, int], list[dict[str, Any]]]
@@ -334,3 +336,27 @@ def batch_evaluate(
         return rows
 
     return evaluate
+
+
+def warm_batch(bases: Iterable[dict[str, Any]], episodes: int = WARM_EPISODES) -> None:
+    """Run each spec with an array-twin law on the batch engine here, briefly, before a pool's.
+
+    A row loop missing from Numba's cache is compiled here, once, where the command's
+    notice (``engines.batch.compile_notice``) can say so, and cached: a pool's workers then
+    load it (on a fresh clone each worker compiled every loop, 6-14 s, with the progress
+    bar at 0).  With a warm cache this loads each loop once more, in this process (about
+    0.4 s for a shoot-out's nine laws).  A law screened row by row (``ScalarRows``)
+    compiles nothing of its own and is not run (``bayes`` would solve its model first: 4 s).
+
+    Args:
+        bases: The specs' data (each as the pool's jobs screen it).
+        episodes: Episodes of each warming run.
+    """
+    from controllers.batch.twins import TWINS
+    from opar_sim.engines.batch import run_batch
+    from opar_sim.spec.build import build, parse_spec
+
+    for base in bases:
+        spec = parse_spec(base)
+        if type(build(spec).controllers[0][1]()) in TWINS:
+            run_batch(spec, 0, 0, episodes)

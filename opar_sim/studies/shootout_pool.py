@@ -17,29 +17,26 @@ runs them in the worker, in order).  The rows and scores are the parent's, to th
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from concurrent.futures import FIRST_COMPLETED, Executor, Future, wait
+from concurrent.futures import Executor, Future
 from dataclasses import dataclass
 from typing import Any
 
-from controllers.batch.twins import TWINS
-from opar_sim.engines.batch import run_batch
 from opar_sim.running.chunks import ChunkResult, run_chunk
-from opar_sim.running.executors import Reports, StoppableExecutor, tick
+from opar_sim.running.executors import Reports, StoppableExecutor, tick, wait_polling
 from opar_sim.running.search import (
     Evaluate,
     batch_evaluate,
     evaluation_chunks,
     executor_evaluate,
     rows_of,
+    warm_batch,
 )
-from opar_sim.spec.build import build, parse_spec
+from opar_sim.spec.build import parse_spec
 from opar_sim.spec.schema import Objective, ParamRange
 from opar_sim.studies.contender import Budget, Tuned, tune_contender
 
 # a screened trial (the batch engine) costs about a tenth of its episodes on the SimPy engine
 SCREEN_SHARE = 0.1
-POLL_SECONDS = 0.25  # how often the parent reads the workers' ticks
-WARM_EPISODES = 20  # a screened law's run in the parent before the pool's (``warm_batch``)
 
 
 @dataclass(frozen=True)
@@ -138,7 +135,7 @@ def run_pooled(
         Each law's tuned replicates (in replicate order) and its defaults' held-out rows.
     """
     parallelism = jobs[0][0].parallelism
-    warm_batch(jobs)
+    warm_batch(replicates[0].data for replicates in jobs if replicates[0].screened)
     order = sorted(
         ((law, r) for law, replicates in enumerate(jobs) for r in range(len(replicates))),
         key=lambda lr: -jobs[lr[0]][lr[1]].cost,
@@ -154,43 +151,18 @@ def run_pooled(
             first.data, parse_spec, None, b.holdout_episodes, b.holdout_seed, parallelism
         )
         chunks.append([pool.submit(run_chunk, c) for c in plan])
-    pending: set[Future[Any]] = set(tuned) | {f for law in chunks for f in law}
-    seen = 0
-    while pending:
-        done, pending = wait(pending, timeout=POLL_SECONDS, return_when=FIRST_COMPLETED)
-        seen = _advance(reports, seen, on_trial)
-        for future in done:
-            future.result()  # a failed job fails the shoot-out now
-    _advance(reports, seen, on_trial)
+    seen = [0]
+
+    def advance() -> None:  # ``on_trial`` once per tick since the last poll
+        now = reports.ticks
+        if on_trial is not None:
+            for _ in range(now - seen[0]):
+                on_trial()
+        seen[0] = now
+
+    wait_polling([*tuned, *(f for law in chunks for f in law)], advance)
     out: list[list[Tuned]] = [[] for _ in jobs]
     for future, (law, _) in sorted(tuned.items(), key=lambda item: item[1]):
         out[law].append(future.result())
     rows = [rows_of(f.result().episodes for f in law) for law in chunks]
     return out, rows
-
-
-def warm_batch(jobs: Sequence[Sequence[ReplicateJob]]) -> None:
-    """Run each screened law with an array twin on the batch engine here, in the parent.
-
-    A row loop missing from Numba's cache is compiled here, once, where the command's
-    notice (``engines.batch.compile_notice``) can say so, and cached: the workers then load
-    it (on a fresh clone both workers compiled every loop, 6-14 s each, with the progress
-    bar at 0).  With a warm cache this loads each loop once more, in this process (about
-    0.4 s).  A law screened row by row (``ScalarRows``) compiles nothing of its own and is
-    not run here (``bayes`` would solve its model first: 4 s).
-    """
-    for replicates in jobs:
-        first = replicates[0]
-        if first.screened:
-            spec = parse_spec(first.data)
-            if type(build(spec).controllers[0][1]()) in TWINS:  # row by row: nothing compiled
-                run_batch(spec, 0, 0, WARM_EPISODES)
-
-
-def _advance(reports: Reports, seen: int, on_trial: Callable[[], None] | None) -> int:
-    """Call ``on_trial`` once per tick since ``seen``; the ticks seen now."""
-    now = reports.ticks
-    if on_trial is not None:
-        for _ in range(now - seen):
-            on_trial()
-    return now

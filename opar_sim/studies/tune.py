@@ -38,7 +38,7 @@ from typing import Any, Literal
 from controllers.registry import CONTROLLERS
 from opar_sim.engines.batch import check_batch
 from opar_sim.rundir import prepare_out_dir, read_json, write_bytes, write_json, write_jsonl
-from opar_sim.running.executors import ExecutorConfig, open_executor
+from opar_sim.running.executors import ExecutorConfig, Reports, open_executor
 from opar_sim.running.journal import JOURNAL_FILE, journal_storage
 from opar_sim.running.search import apply_params, batch_evaluate, executor_evaluate
 from opar_sim.spec.build import load_spec, parse_spec
@@ -49,6 +49,7 @@ from opar_sim.studies.race import distinct_arms, race_cost, successive_halving
 from opar_sim.studies.recommend import TuneResult, score_holdout
 from opar_sim.studies.result import IN_PROCESS
 from opar_sim.studies.seeds import CONFIRM_SEED, replicate_seeds
+from opar_sim.studies.tune_pool import ReplicateJob, run_pooled
 
 Engine = Literal["simpy", "batch"]
 DEFAULT_REPLICATES = 5
@@ -139,26 +140,47 @@ class TunePlan:
         """
         settings, batch = self.settings, self.engine == "batch"
         objective, holdout = settings.objective, settings.holdout_seed
-        with open_executor(executor) as pool:
+        # screened on a process pool: each replicate one job (``tune_pool``); else the
+        # trials run here, their SimPy episodes on the executor
+        pooled = batch and executor.kind == "process" and executor.parallelism > 1
+        reports = Reports.create() if pooled else None
+        with open_executor(executor, reports) as pool:
             reference = executor_evaluate(
                 self.data, pool, executor.parallelism, parse_spec, on_episodes
             )
-            screen = batch_evaluate(self.data, parse_spec) if batch else reference
-            replicates = [
-                search_replicate(
-                    settings,
-                    screen,
-                    train_seed,
-                    sampler_seed,
-                    on_trial,
-                    index=r,
-                    storage=None if storages is None else storages[r],
-                    resume=resume,
-                    confirm=reference if batch else None,
-                    finalists=self.finalists,
-                )
-                for r, (train_seed, sampler_seed) in enumerate(self.seeds)
-            ]
+            if reports is not None:
+                jobs = [
+                    ReplicateJob(
+                        self.data,
+                        settings,
+                        r,
+                        train_seed,
+                        sampler_seed,
+                        None if storages is None else storages[r],
+                        resume,
+                        self.finalists,
+                        executor.parallelism,
+                    )
+                    for r, (train_seed, sampler_seed) in enumerate(self.seeds)
+                ]
+                replicates = run_pooled(jobs, pool, reports, on_trial)
+            else:
+                screen = batch_evaluate(self.data, parse_spec) if batch else reference
+                replicates = [
+                    search_replicate(
+                        settings,
+                        screen,
+                        train_seed,
+                        sampler_seed,
+                        on_trial,
+                        index=r,
+                        storage=None if storages is None else storages[r],
+                        resume=resume,
+                        confirm=reference if batch else None,
+                        finalists=self.finalists,
+                    )
+                    for r, (train_seed, sampler_seed) in enumerate(self.seeds)
+                ]
             arms = distinct_arms([rep.best_params for rep in replicates])
             if on_stage is not None:
                 on_stage("race", race_cost(len(arms) - 1, self.race_episodes))

@@ -1,0 +1,99 @@
+"""A screened tuning on a process pool (each replicate one job) gives the in-process result.
+
+A replicate's search, its batch screening and its finalists' SimPy rows do not depend on
+the process they run in; each finished trial reaches the parent's ``on_trial`` once,
+whether its message arrives while the pool runs or only with its replicate's result.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+from opar_sim.running import executors
+from opar_sim.running.executors import ExecutorConfig, Reports, SerialExecutor, send
+from opar_sim.spec.build import parse_spec
+from opar_sim.studies.finalists import Trial
+from opar_sim.studies.tune import TuneBudget, plan_tuning, replicate_storages
+from opar_sim.studies.tune_pool import ReplicateJob, run_pooled
+
+SPEC = {
+    "name": "pooled_tune",
+    "seed": 3,
+    "task": {"name": "flight_booking"},
+    "controller": {"name": "pid"},
+    "limits": {"max_steps": 12},
+    "tune": {
+        "trials": 4,
+        "train_episodes": 20,
+        "holdout_episodes": 40,
+        "space": {
+            "controller.params.kp": {"low": 0.2, "high": 3.0, "log": True},
+            "controller.params.replan_threshold": {"low": 0.2, "high": 1.5},
+        },
+    },
+}
+BUDGET = TuneBudget(replicates=3, confirm_episodes=40)
+
+
+def _plan():
+    return plan_tuning(parse_spec(SPEC), BUDGET, engine="batch", finalists=2)
+
+
+def _key(trial: Trial) -> tuple[int, float]:
+    return trial.number, trial.score
+
+
+def test_a_pooled_screened_tuning_equals_the_in_process_one_to_the_bit():
+    plan = _plan()
+    pooled_trials: list[Trial] = []
+    here_trials: list[Trial] = []
+    pooled = plan.run(ExecutorConfig("process", 2), on_trial=pooled_trials.append)
+    here = plan.run(ExecutorConfig("serial"), on_trial=here_trials.append)
+    assert pooled.to_dict() == here.to_dict()
+    # every trial of every replicate once, in either path (the pool's interleaved)
+    assert len(pooled_trials) == len(here_trials) == 3 * 4
+    assert sorted(map(_key, pooled_trials)) == sorted(map(_key, here_trials))
+
+
+def test_the_workers_keep_each_replicates_journal_and_resuming_reads_it_back(tmp_path):
+    plan = _plan()
+    first = plan.run(
+        ExecutorConfig("process", 2), storages=replicate_storages(tmp_path, plan, False)
+    )
+    for r in range(3):  # written by the worker that ran replicate r
+        journal = (tmp_path / f"replicate_{r}" / "optuna.journal").read_text().splitlines()
+        complete = [op for op in map(json.loads, journal) if op.get("state") == 1]
+        assert len(complete) == 4  # each trial marked complete, once
+    again = plan.run(
+        ExecutorConfig("serial"), storages=replicate_storages(tmp_path, plan, True), resume=True
+    )
+    assert again.to_dict() == first.to_dict()
+
+
+def test_a_trial_whose_message_never_came_is_given_with_its_replicate():
+    # a serial "pool": the jobs run here, with no report channel, so no message is sent
+    plan = _plan()
+    jobs = [
+        ReplicateJob(plan.data, plan.settings, r, t, s, None, False, 2, 1)
+        for r, (t, s) in enumerate(plan.seeds)
+    ]
+    given: list[Trial] = []
+    replicates = run_pooled(jobs, SerialExecutor(), Reports.create(), given.append)
+    assert [_key(t) for t in given] == [_key(t) for rep in replicates for t in rep.trials]
+    assert len(given) == 12
+
+
+def test_what_a_job_sends_reaches_the_parent_once(monkeypatch):
+    send(("ignored", 0))  # outside a pool's worker: nothing to tell
+    reports = Reports.create()
+    monkeypatch.setattr(executors, "_REPORTS", reports)
+    send((0, "first"))
+    send((1, "second"))
+    found: list[object] = []
+    deadline = time.monotonic() + 10
+    while len(found) < 2 and time.monotonic() < deadline:  # a queue's feeder thread writes
+        found += reports.received()
+    assert found == [(0, "first"), (1, "second")]
+    assert reports.ticks == 2  # each message is a tick too
+    assert reports.received() == []
