@@ -7,15 +7,24 @@ whether its message arrives while the pool runs or only with its replicate's res
 
 from __future__ import annotations
 
+import contextlib
 import json
+import signal
+import subprocess
+import sys
 import time
+from pathlib import Path
 
+import pytest
+
+from opar_sim.engines import batch
 from opar_sim.running import executors
 from opar_sim.running.executors import ExecutorConfig, Reports, SerialExecutor, send
 from opar_sim.spec.build import parse_spec
 from opar_sim.studies.finalists import Trial
 from opar_sim.studies.tune import TuneBudget, plan_tuning, replicate_storages
 from opar_sim.studies.tune_pool import ReplicateJob, run_pooled
+from tests.conftest import ROOT
 
 SPEC = {
     "name": "pooled_tune",
@@ -44,12 +53,17 @@ def _key(trial: Trial) -> tuple[int, float]:
     return trial.number, trial.score
 
 
-def test_a_pooled_screened_tuning_equals_the_in_process_one_to_the_bit():
+def test_a_pooled_screened_tuning_equals_the_in_process_one_to_the_bit(monkeypatch):
     plan = _plan()
     pooled_trials: list[Trial] = []
     here_trials: list[Trial] = []
+    runs: list[int] = []  # the batch engine's runs in this process (the parent)
+    engine_run = batch.run_batch
+    monkeypatch.setattr(batch, "run_batch", lambda *a, **k: runs.append(1) or engine_run(*a, **k))
     pooled = plan.run(ExecutorConfig("process", 2), on_trial=pooled_trials.append)
+    assert len(runs) == 1  # the warming run: every trial was screened in a worker
     here = plan.run(ExecutorConfig("serial"), on_trial=here_trials.append)
+    assert len(runs) == 1 + 3 * 4
     assert pooled.to_dict() == here.to_dict()
     # every trial of every replicate once, in either path (the pool's interleaved)
     assert len(pooled_trials) == len(here_trials) == 3 * 4
@@ -97,3 +111,57 @@ def test_what_a_job_sends_reaches_the_parent_once(monkeypatch):
     assert found == [(0, "first"), (1, "second")]
     assert reports.ticks == 2  # each message is a tick too
     assert reports.received() == []
+
+
+POOLED_TUNE = """
+name = "pooled_interrupt"
+[task]
+name = "flight_booking"
+[controller]
+name = "pid"
+[tune]
+trials = 25
+train_episodes = 200
+holdout_episodes = 100
+[tune.space]
+"controller.params.kp" = { low = 0.2, high = 3.0, log = true }
+"""
+
+
+def _complete(out: Path) -> int:
+    found = 0
+    for journal in out.glob("replicate_*/optuna.journal"):
+        for line in journal.read_text().splitlines():
+            with contextlib.suppress(ValueError):  # a line being written
+                found += json.loads(line).get("state") == 1
+    return found
+
+
+@pytest.mark.slow  # three tunings in subprocesses, about 20 s
+def test_a_pooled_tuning_stopped_by_ctrl_c_resumes_to_the_same_files(tmp_path):
+    spec = tmp_path / "t.toml"
+    spec.write_text(POOLED_TUNE)
+    argv = [sys.executable, "-m", "opar_sim.cli", "tune", str(spec), "--engine", "batch"]
+    argv += ["--replicates", "2", "--workers", "2"]
+    whole, cut = tmp_path / "whole", tmp_path / "cut"
+    subprocess.run([*argv, "--out", str(whole)], cwd=ROOT, check=True, capture_output=True)
+    proc = subprocess.Popen(
+        [*argv, "--out", str(cut)],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # as in a terminal
+    )
+    deadline = time.monotonic() + 120
+    while proc.poll() is None and _complete(cut) < 10 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, "the tuning finished before Ctrl-C"
+    assert err.strip().endswith(f"interrupted; episodes kept: rerun with --resume --out {cut}")
+    assert _complete(cut) >= 10  # the workers' journals kept what they had finished
+    resumed = [*argv, "--out", str(cut), "--resume"]
+    subprocess.run(resumed, cwd=ROOT, check=True, capture_output=True)
+    for name in ("tune.json", "trials.jsonl", "best.toml"):
+        assert (cut / name).read_bytes() == (whole / name).read_bytes(), name
