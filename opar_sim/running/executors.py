@@ -170,23 +170,34 @@ class Reports:
 
 
 _REPORTS: Reports | None = None  # in a pool worker opened with ``reports``
+_PARENT: int | None = None  # that worker's parent process, as it started
 
 
 def _start_worker(reports: Reports | None) -> None:
     """A pool worker's initializer: no Ctrl-C, and the parent's report channel if any."""
-    global _REPORTS
+    global _REPORTS, _PARENT
     _ignore_interrupts()
     _REPORTS = reports
+    _PARENT = os.getppid()
 
 
 def check_stop() -> None:
-    """In a job of a pool opened with ``reports``: end it if the parent asked; else nothing.
+    """In a job of a pool opened with ``reports``: end it if the parent asked or died.
+
+    A parent killed outright (SIGKILL, the OOM killer) asks nothing, and a worker in a long
+    job would run it to its end, appending to a tuning's journal while ``--resume`` reads
+    it; orphaned, it has another parent process, and stops at its next tick.  Elsewhere
+    nothing.
 
     Raises:
-        Stopped: the parent asked every job to stop.
+        Stopped: the parent asked every job to stop, or is gone.
     """
-    if _REPORTS is not None and _REPORTS.stop.is_set():
+    if _REPORTS is None:
+        return
+    if _REPORTS.stop.is_set():
         raise Stopped("stopped by the parent")
+    if _PARENT is not None and os.getppid() != _PARENT:
+        raise Stopped("the parent process is gone")
 
 
 def tick() -> None:

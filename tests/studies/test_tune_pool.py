@@ -165,3 +165,36 @@ def test_a_pooled_tuning_stopped_by_ctrl_c_resumes_to_the_same_files(tmp_path):
     subprocess.run(resumed, cwd=ROOT, check=True, capture_output=True)
     for name in ("tune.json", "trials.jsonl", "best.toml"):
         assert (cut / name).read_bytes() == (whole / name).read_bytes(), name
+
+
+def _sizes(out: Path) -> list[int]:
+    return [p.stat().st_size for p in sorted(out.glob("replicate_*/optuna.journal"))]
+
+
+@pytest.mark.slow  # three tunings in subprocesses, about 20 s
+def test_workers_whose_parent_was_killed_stop_and_the_tuning_resumes(tmp_path):
+    # SIGKILL asks the workers nothing: orphaned, they stop at their next trial instead of
+    # running their replicate to its end, appending while --resume reads the journal
+    spec = tmp_path / "t.toml"
+    spec.write_text(POOLED_TUNE.replace("trials = 25", "trials = 60"))
+    argv = [sys.executable, "-m", "opar_sim.cli", "tune", str(spec), "--engine", "batch"]
+    argv += ["--replicates", "2", "--workers", "2"]
+    whole, cut = tmp_path / "whole", tmp_path / "cut"
+    subprocess.run([*argv, "--out", str(whole)], cwd=ROOT, check=True, capture_output=True)
+    proc = subprocess.Popen([*argv, "--out", str(cut)], cwd=ROOT, stdout=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    while proc.poll() is None and _complete(cut) < 10 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    proc.kill()
+    proc.wait(timeout=30)
+    done = _complete(cut)
+    assert done < 120, "the tuning's trials ended before the kill"
+    time.sleep(2)  # a worker stops at its next trial (a few ms of batch episodes)
+    before = _sizes(cut)
+    time.sleep(2)
+    assert _sizes(cut) == before  # nothing appends any more
+    assert _complete(cut) < 120
+    resumed = [*argv, "--out", str(cut), "--resume"]
+    subprocess.run(resumed, cwd=ROOT, check=True, capture_output=True)
+    for name in ("tune.json", "trials.jsonl", "best.toml"):
+        assert (cut / name).read_bytes() == (whole / name).read_bytes(), name
