@@ -14,6 +14,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -137,34 +138,48 @@ def _complete(out: Path) -> int:
     return found
 
 
-@pytest.mark.slow  # three tunings in subprocesses, about 20 s
-def test_a_pooled_tuning_stopped_by_ctrl_c_resumes_to_the_same_files(tmp_path):
+def _tuned_and_started(
+    tmp_path: Path, trials: int, **popen: Any
+) -> tuple[list[str], subprocess.Popen[Any]]:
+    """A whole pooled tuning in ``whole``; another started into ``cut``, 10 trials in."""
     spec = tmp_path / "t.toml"
-    spec.write_text(POOLED_TUNE)
+    spec.write_text(POOLED_TUNE.replace("trials = 25", f"trials = {trials}"))
     argv = [sys.executable, "-m", "opar_sim.cli", "tune", str(spec), "--engine", "batch"]
     argv += ["--replicates", "2", "--workers", "2"]
     whole, cut = tmp_path / "whole", tmp_path / "cut"
     subprocess.run([*argv, "--out", str(whole)], cwd=ROOT, check=True, capture_output=True)
-    proc = subprocess.Popen(
-        [*argv, "--out", str(cut)],
-        cwd=ROOT,
+    proc = subprocess.Popen([*argv, "--out", str(cut)], cwd=ROOT, **popen)
+    deadline = time.monotonic() + 120
+    while proc.poll() is None and _complete(cut) < 10 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return argv, proc
+
+
+def _resumes_to_the_whole_files(argv: list[str], tmp_path: Path) -> None:
+    cut, whole = tmp_path / "cut", tmp_path / "whole"
+    resumed = [*argv, "--out", str(cut), "--resume"]
+    subprocess.run(resumed, cwd=ROOT, check=True, capture_output=True)
+    for name in ("tune.json", "trials.jsonl", "best.toml"):
+        assert (cut / name).read_bytes() == (whole / name).read_bytes(), name
+
+
+@pytest.mark.slow  # three tunings in subprocesses, about 20 s
+def test_a_pooled_tuning_stopped_by_ctrl_c_resumes_to_the_same_files(tmp_path):
+    argv, proc = _tuned_and_started(
+        tmp_path,
+        25,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # as in a terminal
     )
-    deadline = time.monotonic() + 120
-    while proc.poll() is None and _complete(cut) < 10 and time.monotonic() < deadline:
-        time.sleep(0.01)
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=60)
+    cut = tmp_path / "cut"
     assert proc.returncode == 130, "the tuning finished before Ctrl-C"
     assert err.strip().endswith(f"interrupted; episodes kept: rerun with --resume --out {cut}")
     assert _complete(cut) >= 10  # the workers' journals kept what they had finished
-    resumed = [*argv, "--out", str(cut), "--resume"]
-    subprocess.run(resumed, cwd=ROOT, check=True, capture_output=True)
-    for name in ("tune.json", "trials.jsonl", "best.toml"):
-        assert (cut / name).read_bytes() == (whole / name).read_bytes(), name
+    _resumes_to_the_whole_files(argv, tmp_path)
 
 
 def _sizes(out: Path) -> list[int]:
@@ -175,26 +190,14 @@ def _sizes(out: Path) -> list[int]:
 def test_workers_whose_parent_was_killed_stop_and_the_tuning_resumes(tmp_path):
     # SIGKILL asks the workers nothing: orphaned, they stop at their next trial instead of
     # running their replicate to its end, appending while --resume reads the journal
-    spec = tmp_path / "t.toml"
-    spec.write_text(POOLED_TUNE.replace("trials = 25", "trials = 60"))
-    argv = [sys.executable, "-m", "opar_sim.cli", "tune", str(spec), "--engine", "batch"]
-    argv += ["--replicates", "2", "--workers", "2"]
-    whole, cut = tmp_path / "whole", tmp_path / "cut"
-    subprocess.run([*argv, "--out", str(whole)], cwd=ROOT, check=True, capture_output=True)
-    proc = subprocess.Popen([*argv, "--out", str(cut)], cwd=ROOT, stdout=subprocess.DEVNULL)
-    deadline = time.monotonic() + 120
-    while proc.poll() is None and _complete(cut) < 10 and time.monotonic() < deadline:
-        time.sleep(0.01)
+    argv, proc = _tuned_and_started(tmp_path, 60, stdout=subprocess.DEVNULL)
     proc.kill()
     proc.wait(timeout=30)
-    done = _complete(cut)
-    assert done < 120, "the tuning's trials ended before the kill"
+    cut = tmp_path / "cut"
+    assert _complete(cut) < 120, "the tuning's trials ended before the kill"
     time.sleep(2)  # a worker stops at its next trial (a few ms of batch episodes)
     before = _sizes(cut)
     time.sleep(2)
     assert _sizes(cut) == before  # nothing appends any more
     assert _complete(cut) < 120
-    resumed = [*argv, "--out", str(cut), "--resume"]
-    subprocess.run(resumed, cwd=ROOT, check=True, capture_output=True)
-    for name in ("tune.json", "trials.jsonl", "best.toml"):
-        assert (cut / name).read_bytes() == (whole / name).read_bytes(), name
+    _resumes_to_the_whole_files(argv, tmp_path)
