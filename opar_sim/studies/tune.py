@@ -44,12 +44,11 @@ from opar_sim.running.search import apply_params, batch_evaluate, executor_evalu
 from opar_sim.spec.build import load_spec, parse_spec
 from opar_sim.spec.schema import ExperimentSpec, ParamRange, SpecError, TuneSpec
 from opar_sim.studies.finalists import Trial
-from opar_sim.studies.gains import search_replicate
 from opar_sim.studies.race import distinct_arms, race_cost, successive_halving
 from opar_sim.studies.recommend import TuneResult, score_holdout
 from opar_sim.studies.result import IN_PROCESS
 from opar_sim.studies.seeds import CONFIRM_SEED, replicate_seeds
-from opar_sim.studies.tune_pool import ReplicateJob, run_pooled
+from opar_sim.studies.tune_pool import ReplicateJob, run_pooled, search
 
 Engine = Literal["simpy", "batch"]
 DEFAULT_REPLICATES = 5
@@ -148,39 +147,26 @@ class TunePlan:
             reference = executor_evaluate(
                 self.data, pool, executor.parallelism, parse_spec, on_episodes
             )
+            jobs = [
+                ReplicateJob(
+                    self.data,
+                    settings,
+                    r,
+                    train_seed,
+                    sampler_seed,
+                    None if storages is None else storages[r],
+                    resume,
+                    self.finalists,
+                    executor.parallelism,
+                )
+                for r, (train_seed, sampler_seed) in enumerate(self.seeds)
+            ]
             if reports is not None:
-                jobs = [
-                    ReplicateJob(
-                        self.data,
-                        settings,
-                        r,
-                        train_seed,
-                        sampler_seed,
-                        None if storages is None else storages[r],
-                        resume,
-                        self.finalists,
-                        executor.parallelism,
-                    )
-                    for r, (train_seed, sampler_seed) in enumerate(self.seeds)
-                ]
                 replicates = run_pooled(jobs, pool, reports, on_trial)
             else:
                 screen = batch_evaluate(self.data, parse_spec) if batch else reference
-                replicates = [
-                    search_replicate(
-                        settings,
-                        screen,
-                        train_seed,
-                        sampler_seed,
-                        on_trial,
-                        index=r,
-                        storage=None if storages is None else storages[r],
-                        resume=resume,
-                        confirm=reference if batch else None,
-                        finalists=self.finalists,
-                    )
-                    for r, (train_seed, sampler_seed) in enumerate(self.seeds)
-                ]
+                confirm = reference if batch else None
+                replicates = [search(job, screen, confirm, on_trial) for job in jobs]
             arms = distinct_arms([rep.best_params for rep in replicates])
             if on_stage is not None:
                 on_stage("race", race_cost(len(arms) - 1, self.race_episodes))

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from opar_sim.running.executors import Reports, StoppableExecutor, send, wait_polling
-from opar_sim.running.search import batch_evaluate, executor_evaluate, warm_batch
+from opar_sim.running.search import Evaluate, batch_evaluate, executor_evaluate, warm_batch
 from opar_sim.spec.build import parse_spec
 from opar_sim.spec.schema import TuneSpec
 from opar_sim.studies.finalists import Trial
@@ -30,7 +30,7 @@ from opar_sim.studies.gains import Replicate, search_replicate
 
 @dataclass(frozen=True)
 class ReplicateJob:
-    """One replicate of a screened tuning, as ``TunePlan.run`` searches it in the parent."""
+    """One replicate of a tuning: what ``search_replicate`` needs besides its evaluations."""
 
     data: dict[str, Any]  # the spec's data, without its [tune] table
     settings: TuneSpec
@@ -52,16 +52,38 @@ def run_replicate(job: ReplicateJob) -> Replicate:
     Returns:
         What ``search_replicate`` returns in the parent for the same replicate.
     """
+    return search(
+        job,
+        batch_evaluate(job.data, parse_spec),
+        executor_evaluate(job.data, StoppableExecutor(), job.parallelism, parse_spec),
+        lambda trial: send((job.index, trial)),
+    )
+
+
+def search(
+    job: ReplicateJob,
+    screen: Evaluate,
+    confirm: Evaluate | None,
+    on_trial: Callable[[Trial], None] | None,
+) -> Replicate:
+    """``search_replicate`` of ``job`` (in a worker, or in the parent when not pooled).
+
+    Args:
+        job: The replicate.
+        screen: Scores each trial (the batch engine when screening, else SimPy).
+        confirm: Re-scores the finalists on SimPy when ``screen`` is the batch engine.
+        on_trial: Called with each finished trial.
+    """
     return search_replicate(
         job.settings,
-        batch_evaluate(job.data, parse_spec),
+        screen,
         job.train_seed,
         job.sampler_seed,
-        lambda trial: send((job.index, trial)),
+        on_trial,
         index=job.index,
         storage=job.storage,
         resume=job.resume,
-        confirm=executor_evaluate(job.data, StoppableExecutor(), job.parallelism, parse_spec),
+        confirm=confirm,
         finalists=job.finalists,
     )
 
